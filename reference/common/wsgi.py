@@ -1,0 +1,132 @@
+"""HTTP plumbing shared by the reference APIs: fault bodies, request ids, a server thread.
+
+OpenStack APIs answer errors with a JSON *fault body* named after the status,
+``{"badRequest": {"code": 400, "message": "..."}}`` in Nova's style, and tag every
+response with ``X-OpenStack-Request-ID``. Services run on Werkzeug's threaded
+WSGI server, one thread each, so the embedded cloud speaks real HTTP on loopback.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from flask import Flask, g, jsonify, request
+from werkzeug.exceptions import HTTPException
+from werkzeug.serving import make_server
+
+from novalab.reference.common import exception
+from novalab.reference.common.context import generate_request_id
+
+LOG = logging.getLogger(__name__)
+
+# Nova's fault names (nova/api/openstack/wsgi.py, Fault._fault_names).
+FAULT_NAMES = {
+    400: "badRequest",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "itemNotFound",
+    405: "badMethod",
+    409: "conflictingRequest",
+    413: "overLimit",
+    415: "badMediaType",
+    429: "overLimit",
+    501: "notImplemented",
+    503: "serviceUnavailable",
+}
+
+
+def nova_fault(code: int, message: str):
+    """A Flask response carrying Nova's fault body for ``code``."""
+    name = FAULT_NAMES.get(code, "computeFault")
+    response = jsonify({name: {"code": code, "message": message}})
+    response.status_code = code
+    return response
+
+
+def keystone_fault(code: int, message: str, title: str | None = None):
+    """Keystone's (and keystonemiddleware's) error body."""
+    titles = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+              409: "Conflict"}
+    response = jsonify({"error": {"code": code, "message": message,
+                                  "title": title or titles.get(code, "Internal Server Error")}})
+    response.status_code = code
+    return response
+
+
+def install_common_handlers(app: Flask, fault=nova_fault, request_id_header=True) -> None:
+    """Request ids on every response; every error rendered as ``fault(code, message)``."""
+
+    @app.before_request
+    def _assign_request_id():
+        g.request_id = generate_request_id()
+
+    if request_id_header:
+        @app.after_request
+        def _tag_response(response):
+            request_id = getattr(g, "request_id", None)
+            if request_id:
+                response.headers["X-OpenStack-Request-ID"] = request_id
+                response.headers["X-Compute-Request-Id"] = request_id
+            return response
+
+    @app.errorhandler(exception.NovaLabException)
+    def _novalab_error(exc):
+        if exc.code >= 500:
+            LOG.exception("%s %s failed", request.method, request.path)
+        return fault(exc.code, exc.format_message())
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc):
+        return fault(exc.code or 500, exc.description or exc.name)
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc):
+        LOG.exception("Unexpected error in %s %s", request.method, request.path)
+        return fault(500, "Unexpected API Error. Please report this at the novalab issue "
+                          f"tracker and attach the logs if possible.\n{type(exc).__name__}")
+
+
+def json_body() -> dict:
+    """The request's JSON object, or a 400 ``badRequest`` saying why not."""
+    if not request.data:
+        raise exception.Invalid("The request body is empty: a JSON object is required.")
+    try:
+        body = request.get_json(force=True, silent=False)
+    except Exception as exc:
+        raise exception.Invalid(f"Malformed request body: {exc.__class__.__name__}") from exc
+    if not isinstance(body, dict):
+        raise exception.Invalid("Malformed request body: a JSON object is required.")
+    return body
+
+
+class ServerThread:
+    """Serve a WSGI app on ``host:port`` (0 picks a free port) in a daemon thread."""
+
+    def __init__(self, app, host: str = "127.0.0.1", port: int = 0, name: str = "wsgi"):
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        try:
+            self._server = make_server(host, port, app, threaded=True)
+        except OSError as exc:
+            raise OSError(f"{name}: cannot listen on {host}:{port}: {exc.strerror}. "
+                          "Is another service using that port?") from exc
+        self._server.daemon_threads = True
+        self.host = host
+        self.port = self._server.server_port
+        self.name = name
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.2},
+                                        name=f"{name}-http", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> ServerThread:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)

@@ -1,0 +1,31 @@
+"""HTTP tracing per service, with the OpenTelemetry instrumentation packages.
+
+The requests instrumentor patches the whole process, so in the one-process cloud
+every client span would carry one service's name. Instead each service gets its
+own ``httpx.Client`` instrumented with that service's provider, and each Flask
+app is instrumented on its own (``instrument_app``): a span's ``service.name`` is
+always the service that really sent or served the request.
+"""
+
+from __future__ import annotations
+
+import httpx
+from opentelemetry.instrumentation.flask import FlaskInstrumentor
+from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+
+
+def instrument_flask(app, tracer_provider) -> None:
+    """Trace every request ``app`` serves as a SERVER span of its service."""
+    FlaskInstrumentor.instrument_app(app, tracer_provider=tracer_provider,
+                                     enable_commenter=False)
+
+
+def http_client(tracer_provider=None, *, timeout: float = 30.0) -> httpx.Client:
+    """An HTTP client whose CLIENT spans (and ``traceparent``) belong to one service.
+
+    ``tracer_provider=None`` leaves the client uninstrumented (untraced baseline).
+    """
+    client = httpx.Client(timeout=timeout)
+    if tracer_provider is not None:
+        HTTPXClientInstrumentor.instrument_client(client, tracer_provider=tracer_provider)
+    return client

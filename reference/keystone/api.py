@@ -1,0 +1,112 @@
+"""Keystone's v3 API in small: version discovery and ``/v3/auth/tokens``.
+
+``POST`` authenticates (password method, optional project scope) and returns the
+token in ``X-Subject-Token`` with the body in the response; ``GET`` lets a service
+validate a user's token (the caller authenticates with its own ``X-Auth-Token``);
+``DELETE`` revokes.
+"""
+
+from __future__ import annotations
+
+from flask import Flask, jsonify, request
+
+from novalab.reference.common import exception
+from novalab.reference.common.wsgi import install_common_handlers, json_body, keystone_fault
+from novalab.reference.keystone.core import Keystone
+from novalab.tracing.http import instrument_flask
+
+VERSION = {
+    "id": "v3.14",
+    "status": "stable",
+    "updated": "2020-04-07T00:00:00Z",
+    "media-types": [{"base": "application/json",
+                     "type": "application/vnd.openstack.identity-v3+json"}],
+}
+
+
+def create_app(keystone: Keystone, tracer_provider=None) -> Flask:
+    app = Flask("keystone")
+    if tracer_provider is not None:
+        # First, so the SERVER span also covers the auth and version hooks below.
+        instrument_flask(app, tracer_provider)
+    install_common_handlers(app, fault=keystone_fault)
+
+    def version_doc():
+        base = request.host_url.rstrip("/")
+        return dict(VERSION, links=[{"rel": "self", "href": f"{base}/v3/"}])
+
+    @app.get("/")
+    def versions():
+        response = jsonify({"versions": {"values": [version_doc()]}})
+        response.status_code = 300
+        return response
+
+    @app.get("/v3")
+    @app.get("/v3/")
+    def version():
+        return jsonify({"version": version_doc()})
+
+    @app.post("/v3/auth/tokens")
+    def issue_token():
+        body = json_body()
+        auth = body.get("auth")
+        if not isinstance(auth, dict) or not isinstance(auth.get("identity"), dict):
+            raise exception.ValidationError(detail="'auth' with an 'identity' is required.")
+        identity = auth["identity"]
+        methods = identity.get("methods") or []
+        if "password" not in methods:
+            raise exception.NotAuthorized("Only the 'password' method is supported.")
+        user_ref = (identity.get("password") or {}).get("user") or {}
+        if "password" not in user_ref:
+            raise exception.ValidationError(detail="'password' is required for the user.")
+        user = keystone.authenticate(user_ref, user_ref["password"])
+        project = None
+        scope = auth.get("scope")
+        if isinstance(scope, dict) and "project" in scope:
+            project = keystone.find_project(scope["project"])
+        token_id, token = keystone.issue_token(user, ["password"], project)
+        response = jsonify({"token": token})
+        response.status_code = 201
+        response.headers["X-Subject-Token"] = token_id
+        return response
+
+    def _caller_token() -> dict:
+        caller = request.headers.get("X-Auth-Token")
+        if not caller:
+            raise exception.NotAuthorized()
+        try:
+            return keystone.validate_token(caller, include_catalog=False)
+        except exception.NotFound as exc:
+            raise exception.NotAuthorized() from exc
+
+    @app.get("/v3/auth/tokens")
+    @app.route("/v3/auth/tokens", methods=["HEAD"])
+    def validate_token():
+        caller = _caller_token()
+        subject = request.headers.get("X-Subject-Token")
+        if not subject:
+            raise exception.ValidationError(detail="X-Subject-Token header is required.")
+        caller_roles = {r["name"] for r in caller.get("roles", [])}
+        if not caller_roles & {"admin", "service"} and subject != request.headers["X-Auth-Token"]:
+            raise exception.Forbidden(action="identity:validate_token")
+        token = keystone.validate_token(subject, include_catalog="nocatalog" not in request.args)
+        response = jsonify({"token": token})
+        response.headers["X-Subject-Token"] = subject
+        return response
+
+    @app.delete("/v3/auth/tokens")
+    def revoke_token():
+        _caller_token()
+        subject = request.headers.get("X-Subject-Token")
+        if not subject:
+            raise exception.ValidationError(detail="X-Subject-Token header is required.")
+        keystone.revoke_token(subject)
+        return "", 204
+
+    @app.get("/v3/auth/catalog")
+    def catalog():
+        caller = _caller_token()
+        project = caller.get("project") or {}
+        return jsonify({"catalog": keystone.catalog(project.get("id"))})
+
+    return app

@@ -1,0 +1,28 @@
+"""nova-api's WSGI application: versions, flavors and servers behind token auth."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from novalab.reference.common.db import Database
+from novalab.reference.common.wsgi import install_common_handlers
+from novalab.reference.keystone.middleware import AuthProtocol
+from novalab.reference.nova.api import flavors, server_external_events, servers, versions
+from novalab.reference.nova.compute.api import API as ComputeAPI
+from novalab.tracing.http import instrument_flask
+
+
+def create_app(db: Database, compute_api: ComputeAPI, auth: AuthProtocol, tracer,
+               tracer_provider=None) -> Flask:
+    app = Flask("nova-api")
+    if tracer_provider is not None:
+        # First, so the SERVER span also covers the auth and version hooks below.
+        instrument_flask(app, tracer_provider)
+    install_common_handlers(app)
+    versions.install(app)
+    auth.install(app, public_paths=("", "/v2.1"))
+    servers.register(app, servers.ServersController(db, compute_api, tracer))
+    flavors.register(app, flavors.FlavorsController(db))
+    server_external_events.register(
+        app, server_external_events.ServerExternalEventsController(db, compute_api, tracer))
+    return app

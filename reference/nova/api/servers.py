@@ -1,0 +1,204 @@
+"""The servers resource (``nova/api/openstack/compute/servers.py``).
+
+``ServersController.create`` is where a boot enters Nova: validate the body
+against the schema, check policy, resolve the flavor, hand over to
+``compute_api.create`` and answer ``202 Accepted`` with the new server's id. The
+build has not happened yet; the client polls ``GET /servers/{id}``.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from flask import g, jsonify, request
+
+from novalab.reference.common import exception
+from novalab.reference.common.db import Database
+from novalab.reference.common.wsgi import json_body
+from novalab.reference.nova import policy
+from novalab.reference.nova.api import schemas, views
+from novalab.reference.nova.compute.api import API as ComputeAPI
+from novalab.reference.nova.db import api as db_api
+from novalab.tracing.spans import upstream
+
+_SERVERS = "nova/api/openstack/compute/servers.py"
+
+
+def api_base() -> str:
+    return request.host_url.rstrip("/") + "/v2.1"
+
+
+class ServersController:
+    def __init__(self, db: Database, compute_api: ComputeAPI, tracer):
+        self.db = db
+        self.compute_api = compute_api
+        self.tracer = tracer
+
+    @upstream(_SERVERS, "ServersController.create")
+    def create(self):
+        context = g.context
+        body = json_body()
+        schemas.validate_server_create(body)
+        server = body["server"]
+        policy.authorize(context, "os_compute_api:servers:create",
+                         {"project_id": context.project_id})
+        flavor = self._get_flavor(server["flavorRef"])
+        image_ref = self._boot_image(server)
+        mappings = self._block_device_mapping(server, image_ref)
+        boots_from_volume = any(m["boot_index"] == 0 and m["destination_type"] == "volume"
+                                for m in mappings)
+        min_count = int(server.get("min_count", 1))
+        max_count = int(server.get("max_count", min_count))
+        if min_count > max_count:
+            raise exception.ValidationError(
+                detail="min_count must be <= max_count")
+        networks = server.get("networks")
+        instances = self.compute_api.create(
+            context, flavor, "" if boots_from_volume else image_ref,
+            boot_image=image_ref, block_device_mapping=mappings,
+            display_name=server["name"],
+            min_count=min_count, max_count=max_count, metadata=server.get("metadata"),
+            key_name=server.get("key_name"), user_data=server.get("user_data"),
+            availability_zone=server.get("availability_zone"), requested_networks=networks)
+        first = instances[0]
+        view = views.server_summary(api_base(), first)
+        view.update({"OS-DCF:diskConfig": server.get("OS-DCF:diskConfig", "MANUAL"),
+                     "security_groups": [{"name": "default"}],
+                     "adminPass": server.get("adminPass") or secrets.token_urlsafe(9)})
+        response = jsonify({"server": view})
+        response.status_code = 202
+        response.headers["Location"] = view["links"][0]["href"]
+        return response
+
+    @staticmethod
+    def _boot_image(server: dict) -> str:
+        """The image to boot from: ``imageRef``, else an image mapping at boot index 0.
+
+        Clients such as the openstack CLI send both for an image boot; a boot from
+        a volume has no image at all ("").
+        """
+        image_ref = server.get("imageRef") or ""
+        for bdm in server.get("block_device_mapping_v2") or []:
+            if bdm.get("source_type") == "image" and str(bdm.get("boot_index")) == "0":
+                if image_ref and bdm.get("uuid") != image_ref and \
+                        bdm.get("destination_type", "local") == "local":
+                    raise exception.ValidationError(
+                        detail="imageRef and the boot block device mapping name different "
+                               "images.")
+                image_ref = image_ref or bdm.get("uuid") or ""
+        return image_ref
+
+    @staticmethod
+    def _block_device_mapping(server: dict, image_ref: str) -> list[dict]:
+        """The mappings as Nova stores them; a plain image boot is one image->local mapping."""
+        mappings = []
+        for bdm in server.get("block_device_mapping_v2") or []:
+            source = bdm.get("source_type")
+            dest = bdm.get("destination_type") or ("local" if source == "image" else "volume")
+            boot_index = bdm.get("boot_index")
+            boot_index = int(boot_index) if boot_index not in (None, "") else None
+            if source in ("volume", "snapshot") and dest != "volume":
+                raise exception.ValidationError(
+                    detail=f"A {source} can only be mapped to destination_type volume")
+            if source == "snapshot":
+                raise exception.ValidationError(detail="Volume snapshots are not supported.")
+            if source == "blank" and dest == "volume" and not bdm.get("volume_size"):
+                raise exception.ValidationError(detail="A blank volume needs a volume_size.")
+            if source == "image" and dest == "local" and boot_index != 0:
+                raise exception.ValidationError(
+                    detail="An image can only be mapped locally as the boot disk.")
+            delete = str(bdm.get("delete_on_termination", False)).lower() in ("true", "1")
+            mappings.append({
+                "source_type": source, "destination_type": dest, "boot_index": boot_index,
+                "device_name": bdm.get("device_name"),
+                "image_id": bdm.get("uuid") if source == "image" else None,
+                "volume_id": bdm.get("uuid") if source == "volume" else None,
+                "volume_size": int(bdm["volume_size"]) if bdm.get("volume_size") else None,
+                "delete_on_termination": delete})
+        if not any(m["boot_index"] == 0 for m in mappings):
+            if not image_ref:
+                raise exception.ValidationError(detail="Missing imageRef attribute")
+            mappings.insert(0, {"source_type": "image", "destination_type": "local",
+                                "boot_index": 0, "image_id": image_ref,
+                                "delete_on_termination": True})
+        return mappings
+
+    def _get_flavor(self, flavor_ref) -> dict:
+        flavor_id = str(flavor_ref).rstrip("/").rsplit("/", 1)[-1]
+        try:
+            return db_api.flavor_get_by_flavor_id(self.db, flavor_id)
+        except exception.FlavorNotFound as exc:
+            raise exception.Invalid(f"Flavor {flavor_id} could not be found.") from exc
+
+    @upstream(_SERVERS, "ServersController.show")
+    def show(self, server_id: str):
+        context = g.context
+        instance = self.compute_api.get(context, server_id)
+        policy.authorize(context, "os_compute_api:servers:show",
+                         {"project_id": instance["project_id"]})
+        return jsonify({"server": self._details([instance])[0]})
+
+    def _details(self, instances: list[dict]) -> list[dict]:
+        """Detail views, with faults, addresses and volumes read in one query each."""
+        uuids = [i["uuid"] for i in instances]
+        faults = self.compute_api.faults_for(instances)
+        caches = db_api.instance_info_cache_get_by_instances(self.db, uuids)
+        bdms = db_api.block_device_mapping_get_all_by_instances(self.db, uuids)
+        is_admin = policy.check(g.context, "os_compute_api:os-extended-server-attributes")
+        return [views.server_detail(api_base(), i, faults.get(i["uuid"]), is_admin=is_admin,
+                                    network_info=caches.get(i["uuid"]), bdms=bdms[i["uuid"]])
+                for i in instances]
+
+    def _list(self, detail: bool):
+        context = g.context
+        action = "os_compute_api:servers:detail" if detail else "os_compute_api:servers:index"
+        policy.authorize(context, action)
+        all_tenants = request.args.get("all_tenants", "0").lower() in ("1", "true", "")
+        all_tenants = "all_tenants" in request.args and all_tenants
+        if all_tenants:
+            policy.authorize(context, f"{action}:get_all_tenants")
+        limit = request.args.get("limit", type=int)
+        if limit is not None and limit < 0:
+            raise exception.Invalid("limit must be >= 0")
+        instances = self.compute_api.get_all(context, all_tenants=all_tenants, limit=limit,
+                                             marker=request.args.get("marker"),
+                                             name=request.args.get("name"))
+        if detail:
+            servers = self._details(instances)
+        else:
+            servers = [views.server_summary(api_base(), i) for i in instances]
+        body = {"servers": servers}
+        if limit and len(instances) == limit:
+            path = "servers/detail" if detail else "servers"
+            body["servers_links"] = [{"rel": "next", "href":
+                                      f"{api_base()}/{path}?limit={limit}&marker="
+                                      f"{instances[-1]['uuid']}"}]
+        return jsonify(body)
+
+    @upstream(_SERVERS, "ServersController.index")
+    def index(self):
+        return self._list(detail=False)
+
+    @upstream(_SERVERS, "ServersController.detail")
+    def detail(self):
+        return self._list(detail=True)
+
+    @upstream(_SERVERS, "ServersController.delete")
+    def delete(self, server_id: str):
+        context = g.context
+        instance = self.compute_api.get(context, server_id)
+        policy.authorize(context, "os_compute_api:servers:delete",
+                         {"project_id": instance["project_id"]})
+        self.compute_api.delete(context, instance)
+        return "", 204
+
+
+def register(app, controller: ServersController) -> None:
+    app.add_url_rule("/v2.1/servers", "servers_create", controller.create, methods=["POST"])
+    app.add_url_rule("/v2.1/servers", "servers_index", controller.index, methods=["GET"])
+    app.add_url_rule("/v2.1/servers/detail", "servers_detail", controller.detail,
+                     methods=["GET"])
+    app.add_url_rule("/v2.1/servers/<server_id>", "servers_show", controller.show,
+                     methods=["GET"])
+    app.add_url_rule("/v2.1/servers/<server_id>", "servers_delete", controller.delete,
+                     methods=["DELETE"])

@@ -1,0 +1,204 @@
+"""The compute API (``nova/compute/api.py``): what nova-api does with a valid request.
+
+``create`` checks the image against the flavor, writes the instance rows in
+``_provision_instances`` (step 5: vm_state ``building``, task_state
+``scheduling``) and casts the request to the scheduler (step 6). It returns as
+soon as the message is sent; the build itself happens elsewhere.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from opentelemetry import trace
+
+from novalab.reference.common import exception
+from novalab.reference.common.context import RequestContext
+from novalab.reference.common.db import Database
+from novalab.reference.nova.compute import power_state, task_states, vm_states
+from novalab.reference.nova.compute.rpcapi import ComputeAPI
+from novalab.reference.nova.db import api as db_api
+from novalab.reference.nova.image.glance import GlanceImageServiceV2
+from novalab.reference.nova.scheduler.rpcapi import SchedulerAPI
+from novalab.tracing.spans import set_instance_attributes, upstream
+
+_API = "nova/compute/api.py"
+
+
+class API:
+    def __init__(self, db: Database, image_api: GlanceImageServiceV2,
+                 scheduler_rpcapi: SchedulerAPI, compute_rpcapi: ComputeAPI, tracer,
+                 volume_api=None):
+        self.db = db
+        self.volume_api = volume_api
+        self.image_api = image_api
+        self.scheduler_rpcapi = scheduler_rpcapi
+        self.compute_rpcapi = compute_rpcapi
+        self.tracer = tracer
+
+    # Create ---------------------------------------------------------------------------
+
+    @upstream(_API, "API.create")
+    def create(self, context: RequestContext, flavor: dict, image_href: str, *,
+               display_name: str, min_count: int = 1, max_count: int = 1,
+               metadata: dict | None = None, key_name: str | None = None,
+               user_data: str | None = None, availability_zone: str | None = None,
+               requested_networks=None, block_device_mapping: list[dict] | None = None,
+               boot_image: str | None = None) -> list[dict]:
+        """``image_href`` is "" for a boot from volume; ``boot_image`` then names the
+        image a new root volume is made from, if any (its properties still count)."""
+        image = self._get_image(context, image_href or boot_image) \
+            if (image_href or boot_image) else {"id": "", "properties": {}}
+        if image_href:
+            self._check_requested_image(flavor, image)
+        mappings = block_device_mapping or []
+        self._validate_bdm(context, mappings, max_count)
+        instances = self._provision_instances(
+            context, flavor, dict(image, id=image_href), max_count, display_name=display_name,
+            metadata=metadata, key_name=key_name, user_data=user_data,
+            availability_zone=availability_zone, block_device_mapping=mappings)
+        request_spec = {
+            "instance_uuids": [i["uuid"] for i in instances],
+            "num_instances": len(instances),
+            "flavor": flavor,
+            "image": image,
+            "project_id": context.project_id,
+            "user_id": context.user_id,
+            "availability_zone": availability_zone,
+        }
+        self.scheduler_rpcapi.run_instance(context, request_spec=request_spec,
+                                           filter_properties={},
+                                           requested_networks=requested_networks)
+        return instances
+
+    def _get_image(self, context, image_href: str) -> dict:
+        image_id = image_href.rstrip("/").rsplit("/", 1)[-1]
+        try:
+            image = self.image_api.show(context, image_id)
+        except exception.ImageNotFound as exc:
+            raise exception.Invalid(f"Image {image_id} could not be found.") from exc
+        if image.get("status") != "active":
+            raise exception.Invalid(f"Image {image_id} is not active.")
+        return image
+
+    @upstream(_API, "API._validate_bdm")
+    def _validate_bdm(self, context, mappings: list[dict], num: int) -> None:
+        """Existing volumes must exist and be free; new ones need block storage."""
+        uses_volumes = any(m["destination_type"] == "volume" for m in mappings)
+        if uses_volumes and self.volume_api is None:
+            raise exception.ValidationError(
+                detail="Volumes were requested but this cloud runs no block storage service.")
+        existing = [m for m in mappings if m["source_type"] == "volume"]
+        if existing and num > 1:
+            raise exception.ValidationError(
+                detail="Cannot attach one or more volumes to multiple instances")
+        for mapping in existing:
+            try:
+                volume = self.volume_api.get(context, mapping["volume_id"])
+            except exception.NotFound as exc:
+                raise exception.Invalid(f"Block Device Mapping is Invalid: volume "
+                                        f"{mapping['volume_id']} could not be found.") from exc
+            if volume["status"] != "available":
+                raise exception.Invalid(f"Block Device Mapping is Invalid: volume "
+                                        f"{volume['id']} status must be 'available', not "
+                                        f"'{volume['status']}'.")
+
+    @staticmethod
+    def _check_requested_image(flavor: dict, image: dict) -> None:
+        """The image's minimums must fit the flavor (``_validate_flavor_image``)."""
+        if image.get("min_ram") and flavor["memory_mb"] < image["min_ram"]:
+            raise exception.Invalid("Flavor's memory is too small for requested image.")
+        if image.get("min_disk") and flavor["root_gb"] and flavor["root_gb"] < image["min_disk"]:
+            raise exception.Invalid("Flavor's disk is too small for requested image.")
+        size_gb = (image.get("size") or 0) / 1024 ** 3
+        if flavor["root_gb"] and size_gb > flavor["root_gb"]:
+            raise exception.Invalid("Flavor's disk is too small for requested image.")
+
+    @upstream(_API, "API._provision_instances")
+    def _provision_instances(self, context, flavor: dict, image: dict, num: int, *,
+                             display_name: str, metadata, key_name, user_data,
+                             availability_zone, block_device_mapping=()) -> list[dict]:
+        instances = []
+        for index in range(num):
+            name = display_name if num == 1 else f"{display_name}-{index + 1}"
+            instance = db_api.instance_create(self.db, {
+                "uuid": str(uuid.uuid4()), "display_name": name,
+                "project_id": context.project_id, "user_id": context.user_id,
+                "image_ref": image["id"], "flavor_id": flavor["flavorid"],
+                "flavor_name": flavor["name"], "memory_mb": flavor["memory_mb"],
+                "vcpus": flavor["vcpus"], "root_gb": flavor["root_gb"],
+                "ephemeral_gb": flavor["ephemeral_gb"],
+                "vm_state": vm_states.BUILDING, "task_state": task_states.SCHEDULING,
+                "power_state": power_state.NOSTATE, "metadata": metadata or {},
+                "key_name": key_name, "user_data": user_data,
+                "availability_zone": availability_zone,
+            })
+            set_instance_attributes(trace.get_current_span(), instance)
+            for mapping in block_device_mapping:
+                row = dict(mapping, instance_uuid=instance["uuid"])
+                if mapping["source_type"] == "volume":
+                    # Reserve the volume for this instance (an attachment with no
+                    # connector yet), as Nova does before answering 202.
+                    row["attachment_id"] = self.volume_api.attachment_create(
+                        context, mapping["volume_id"], instance["uuid"])["id"]
+                db_api.block_device_mapping_create(self.db, row)
+            instances.append(instance)
+        return instances
+
+    # Read -----------------------------------------------------------------------------
+
+    @upstream(_API, "API.get")
+    def get(self, context: RequestContext, instance_uuid: str) -> dict:
+        """One instance; another project's is NotFound unless the caller is admin."""
+        instance = db_api.instance_get_by_uuid(self.db, instance_uuid)
+        if not context.is_admin and instance["project_id"] != context.project_id:
+            raise exception.InstanceNotFound(instance_id=instance_uuid)
+        return instance
+
+    @upstream(_API, "API.get_all")
+    def get_all(self, context: RequestContext, *, all_tenants: bool = False,
+                limit: int | None = None, marker: str | None = None,
+                name: str | None = None) -> list[dict]:
+        project_id = None if all_tenants else context.project_id
+        return db_api.instance_get_all(self.db, project_id=project_id, limit=limit,
+                                       marker=marker, name=name)
+
+    def faults_for(self, instances: list[dict]) -> dict[str, dict]:
+        uuids = [i["uuid"] for i in instances if i["vm_state"] == vm_states.ERROR]
+        return db_api.instance_fault_get_by_instance_uuids(self.db, uuids)
+
+    @upstream(_API, "API._local_delete")
+    def _local_delete(self, context, instance: dict) -> None:
+        """No host ever took the instance: give back its volume reservations, then delete."""
+        for bdm in db_api.block_device_mapping_get_all_by_instance(self.db, instance["uuid"]):
+            if bdm.get("attachment_id") and self.volume_api is not None:
+                self.volume_api.attachment_delete(context, bdm["attachment_id"])
+        db_api.block_device_mapping_destroy_by_instance(self.db, instance["uuid"])
+        db_api.instance_destroy(self.db, instance["uuid"])
+
+    # External events ------------------------------------------------------------------
+
+    @upstream(_API, "API.external_instance_event")
+    def external_instance_event(self, context: RequestContext, instances: list[dict],
+                                events: list[dict]) -> None:
+        """Send each host the events of its instances, one cast per host."""
+        by_host: dict[str, tuple[list, list]] = {}
+        for instance in instances:
+            for_host = by_host.setdefault(instance["host"], ([], []))
+            for_host[0].append(instance)
+            for_host[1].extend(e for e in events if e["server_uuid"] == instance["uuid"])
+        for host, (host_instances, host_events) in by_host.items():
+            self.compute_rpcapi.external_instance_event(context, host_instances, host_events,
+                                                        host=host)
+
+    # Delete ---------------------------------------------------------------------------
+
+    @upstream(_API, "API.delete")
+    def delete(self, context: RequestContext, instance: dict) -> None:
+        """Not yet on a host: delete here (``_local_delete``); else ask the host."""
+        if not instance["host"]:
+            self._local_delete(context, instance)
+            return
+        instance = db_api.instance_update(
+            self.db, instance["uuid"], {"task_state": task_states.DELETING})
+        self.compute_rpcapi.terminate_instance(context, instance=instance, host=instance["host"])

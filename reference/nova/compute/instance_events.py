@@ -1,0 +1,118 @@
+"""External events a build waits for (``nova/compute/manager.py`` InstanceEvents, VirtAPI).
+
+Nova starts a guest paused and waits for Neutron to say its ports are wired
+(``network-vif-plugged``) before letting it run. The driver calls
+``virtapi.wait_for_instance_event(...)`` around the domain's creation: the
+waiters are prepared *before* the action that triggers the events, so an event
+arriving while the action is still running is not lost. Neutron sends the event
+to nova-api (``POST /os-server-external-events``), which casts
+``external_instance_event`` to the instance's host, where it wakes the waiter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+
+from opentelemetry import trace
+
+from novalab.reference.common import exception
+from novalab.tracing.spans import code_attributes
+
+LOG = logging.getLogger(__name__)
+_MANAGER = "nova/compute/manager.py"
+
+
+class _Waiter:
+    def __init__(self, name: str, tag: str | None):
+        self.name = name
+        self.tag = tag
+        self.status: str | None = None
+        self._done = threading.Event()
+
+    def set(self, status: str) -> None:
+        self.status = status
+        self._done.set()
+
+    def wait(self, timeout: float) -> bool:
+        return self._done.wait(timeout)
+
+
+class InstanceEvents:
+    """The waiters of each instance, keyed by ``name-tag`` as Nova keys them."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._events: dict[str, dict[str, _Waiter]] = {}
+
+    @staticmethod
+    def key(name: str, tag: str | None) -> str:
+        return f"{name}-{tag}" if tag else name
+
+    def prepare_for_instance_event(self, instance_uuid: str, name: str,
+                                   tag: str | None) -> _Waiter:
+        waiter = _Waiter(name, tag)
+        with self._lock:
+            self._events.setdefault(instance_uuid, {})[self.key(name, tag)] = waiter
+        return waiter
+
+    def pop_instance_event(self, instance_uuid: str, name: str, tag: str | None):
+        with self._lock:
+            return self._events.get(instance_uuid, {}).pop(self.key(name, tag), None)
+
+    def clear_events_for_instance(self, instance_uuid: str) -> None:
+        with self._lock:
+            self._events.pop(instance_uuid, None)
+
+
+class ComputeVirtAPI:
+    """What a virt driver may ask of its compute manager (``ComputeVirtAPI``)."""
+
+    def __init__(self, events: InstanceEvents, tracer):
+        self.events = events
+        self.tracer = tracer
+
+    @contextlib.contextmanager
+    def wait_for_instance_event(self, instance: dict, event_names: list[tuple[str, str]],
+                                deadline: float = 300, error_callback=None):
+        """Prepare waiters, run the block, then wait for every event (bounded)."""
+        waiters = [self.events.prepare_for_instance_event(instance["uuid"], name, tag)
+                   for name, tag in event_names]
+        try:
+            yield
+            if not waiters:
+                return
+            with self.tracer.start_as_current_span(
+                    "ComputeVirtAPI.wait_for_instance_event",
+                    attributes=code_attributes(_MANAGER, "ComputeVirtAPI.wait_for_instance_event")
+            ) as span:
+                span.set_attribute("nova.events", [f"{w.name}-{w.tag}" for w in waiters])
+                end = time.monotonic() + deadline
+                for waiter in waiters:
+                    if not waiter.wait(max(0.0, end - time.monotonic())):
+                        if error_callback:
+                            error_callback(waiter.name, instance)
+                        raise exception.VirtualInterfaceCreateException(
+                            reason=f"timed out after {deadline:.0f} s waiting for "
+                                   f"{waiter.name} ({waiter.tag})")
+                    span.add_event("event received", {"nova.event": waiter.name,
+                                                      "nova.event.tag": waiter.tag or "",
+                                                      "nova.event.status": waiter.status})
+                    if waiter.status == "failed":
+                        raise exception.VirtualInterfaceCreateException(
+                            reason=f"{waiter.name} for port {waiter.tag} failed")
+        finally:
+            self.events.clear_events_for_instance(instance["uuid"])
+
+    def deliver(self, instance_uuid: str, name: str, tag: str | None, status: str) -> bool:
+        """Wake the waiter of an event; False when nobody waits (Nova logs and drops it)."""
+        waiter = self.events.pop_instance_event(instance_uuid, name, tag)
+        if waiter is None:
+            LOG.warning("Received unexpected event %s for instance %s",
+                        InstanceEvents.key(name, tag), instance_uuid)
+            trace.get_current_span().add_event("unexpected event", {"nova.event": name})
+            return False
+        waiter.set(status)
+        return True

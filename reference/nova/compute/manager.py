@@ -1,0 +1,417 @@
+"""The compute service (``nova/compute/manager.py``): builds instances on one host.
+
+``build_and_run_instance`` arrives as a cast on ``compute.<host>``. Like Nova it
+returns at once and builds on a worker thread (``_do_build_and_run_instance``),
+serialised per instance with ``terminate_instance``. The build walks Nova's
+seams and states:
+
+    _do_build_and_run_instance     vm_state building, task_state None
+      _build_and_run_instance
+        _build_resources           task_state networking -> block_device_mapping
+        driver.spawn               task_state spawning
+      (saved)                      vm_state active, power_state from the hypervisor
+
+Every read and save of the instance is an RPC call to the conductor: compute
+hosts never open the database. Any failure ends the instance in ERROR with a
+fault, so it never stays in BUILD.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+import traceback
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
+from novalab.reference.common import exception
+from novalab.reference.common.context import get_admin_context
+from novalab.reference.common.db import utcnow
+from novalab.reference.nova.compute import power_state, task_states, vm_states
+from novalab.reference.nova.compute.instance_events import ComputeVirtAPI, InstanceEvents
+from novalab.reference.nova.conductor.rpcapi import ConductorAPI
+from novalab.tracing.spans import set_instance_attributes, upstream
+
+LOG = logging.getLogger(__name__)
+_MANAGER = "nova/compute/manager.py"
+REPORT_INTERVAL = 10.0
+
+
+class ComputeManager:
+    def __init__(self, host: str, driver, conductor_api: ConductorAPI, tracer, *,
+                 nodename: str | None = None, max_concurrent_builds: int = 10,
+                 report_interval: float = REPORT_INTERVAL, network_api=None,
+                 volume_api=None):
+        self.host = host
+        self.nodename = nodename or host
+        self.driver = driver
+        self.conductor_api = conductor_api
+        self.network_api = network_api
+        self.volume_api = volume_api
+        self.tracer = tracer
+        self.instance_events = InstanceEvents()
+        self.virtapi = ComputeVirtAPI(self.instance_events, tracer)
+        driver.virtapi = self.virtapi
+        self.report_interval = report_interval
+        self.service: dict | None = None
+        self._builds = ThreadPoolExecutor(max_workers=max_concurrent_builds,
+                                          thread_name_prefix=f"{host}-build")
+        self._instance_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+        self._stop = threading.Event()
+        self._heartbeat: threading.Thread | None = None
+        self._inflight: set = set()
+        self._inflight_lock = threading.Lock()
+
+    # Start-up and periodic work ------------------------------------------------------
+
+    @upstream(_MANAGER, "ComputeManager.init_host")
+    def init_host(self) -> None:
+        """Connect the hypervisor, register the service and node, recover stale builds."""
+        context = get_admin_context()
+        self.driver.init_host(self.host)
+        self.service = self.conductor_api.service_get_or_create(
+            context, self.host, "nova-compute", "compute")
+        for instance in self.conductor_api.instance_get_all_by_host(context, self.host):
+            self._init_instance(context, instance)
+        self.update_available_resource(context)
+
+    def _init_instance(self, context, instance: dict) -> None:
+        """An instance left in BUILD by a crash of this service can only go to ERROR."""
+        if instance["vm_state"] == vm_states.BUILDING:
+            LOG.warning("Instance %s was building when %s restarted: setting ERROR",
+                        instance["uuid"], self.host)
+            self._set_instance_error_state(
+                context, instance,
+                exception.BuildAbortException(instance_uuid=instance["uuid"],
+                                              reason="nova-compute restarted during the build"))
+
+    @upstream(_MANAGER, "ComputeManager.update_available_resource")
+    def update_available_resource(self, context=None) -> dict:
+        """Report this node's capacity (the resource tracker's job) through the conductor."""
+        context = context or get_admin_context()
+        resources = self.driver.get_available_resource(self.nodename)
+        values = {"host": self.host, "hypervisor_hostname": self.nodename}
+        for key in ("vcpus", "memory_mb", "local_gb", "vcpus_used", "memory_mb_used",
+                    "local_gb_used", "hypervisor_type", "hypervisor_version", "cpu_info",
+                    "supported_instances"):
+            values[key] = resources[key]
+        return self.conductor_api.compute_node_update(context, values)
+
+    def report_state(self) -> None:
+        """One heartbeat: the scheduler's ComputeFilter trusts hosts that report."""
+        if self.service is not None:
+            self.conductor_api.service_report(get_admin_context(), self.service["id"])
+
+    def start_heartbeat(self) -> None:
+        def loop():
+            while not self._stop.wait(self.report_interval):
+                try:
+                    self.report_state()
+                except Exception:  # keep beating; the next report may get through
+                    LOG.exception("%s: heartbeat failed", self.host)
+
+        self._heartbeat = threading.Thread(target=loop, name=f"{self.host}-heartbeat",
+                                           daemon=True)
+        self._heartbeat.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._builds.shutdown(wait=True, cancel_futures=False)
+
+    # Build ---------------------------------------------------------------------------
+
+    @upstream(_MANAGER, "ComputeManager.build_and_run_instance")
+    def build_and_run_instance(self, context, instance: dict, image: dict, request_spec: dict,
+                               filter_properties: dict, requested_networks=None,
+                               block_device_mapping=None, node=None, limits=None) -> None:
+        """RPC endpoint (cast): start the build on a worker thread and return."""
+        parent = otel_context.get_current()
+
+        def _locked_do_build_and_run_instance():
+            token = otel_context.attach(parent)
+            try:
+                with self._instance_locks[instance["uuid"]]:
+                    self._do_build_and_run_instance(context, instance, image, request_spec,
+                                                    filter_properties, requested_networks,
+                                                    block_device_mapping, node, limits)
+            except Exception:
+                LOG.exception("Build of %s failed unexpectedly", instance["uuid"])
+            finally:
+                otel_context.detach(token)
+
+        future = self._builds.submit(_locked_do_build_and_run_instance)
+        with self._inflight_lock:
+            self._inflight.add(future)
+        future.add_done_callback(self._build_done)
+
+    def _build_done(self, future) -> None:
+        with self._inflight_lock:
+            self._inflight.discard(future)
+
+    def wait_for_builds(self, timeout: float = 30.0) -> bool:
+        """Block until no build runs on this host (used before writing a trace)."""
+        with self._inflight_lock:
+            pending = list(self._inflight)
+        done, not_done = futures_wait(pending, timeout=timeout)
+        return not not_done
+
+    @upstream(_MANAGER, "ComputeManager._do_build_and_run_instance")
+    def _do_build_and_run_instance(self, context, instance, image, request_spec,
+                                   filter_properties, requested_networks,
+                                   block_device_mapping, node, limits) -> None:
+        # Steps 14-18: fetch the instance through the conductor.
+        try:
+            instance = self.conductor_api.instance_get_by_uuid(context, instance["uuid"])
+            instance = self._instance_update(context, instance, expected=(task_states.SCHEDULING,
+                                                                          None),
+                                             vm_state=vm_states.BUILDING, task_state=None)
+        except (exception.InstanceNotFound, exception.UnexpectedTaskStateError):
+            LOG.info("Instance %s was deleted before its build started", instance["uuid"])
+            return
+        try:
+            self._build_and_run_instance(context, instance, image, requested_networks,
+                                         block_device_mapping)
+        except (exception.InstanceNotFound, exception.UnexpectedTaskStateError):
+            LOG.info("Instance %s was deleted during its build", instance["uuid"])
+            self._cleanup_guest(context, instance)
+        except Exception as exc:
+            LOG.warning("Build of instance %s failed: %s", instance["uuid"], exc)
+            self._cleanup_guest(context, instance)
+            self._set_instance_error_state(context, instance, exc)
+
+    @upstream(_MANAGER, "ComputeManager._build_and_run_instance")
+    def _build_and_run_instance(self, context, instance, image, requested_networks,
+                                block_device_mapping) -> None:
+        with self._build_resources(context, instance, requested_networks,
+                                   block_device_mapping) as resources:
+            instance = self._instance_update(context, instance,
+                                             expected=task_states.BLOCK_DEVICE_MAPPING,
+                                             task_state=task_states.SPAWNING)
+            self.driver.spawn(context, instance, image, injected_files=[],
+                              admin_password=None, allocations={},
+                              network_info=resources["network_info"],
+                              block_device_info=resources["block_device_info"])
+            for mapping in resources["block_device_info"]["block_device_mapping"]:
+                self.volume_api.attachment_complete(context, mapping["attachment_id"])
+        # Steps 45-47: save the running instance through the conductor.
+        self._instance_update(context, instance, expected=task_states.SPAWNING,
+                              power_state=self._get_power_state(instance),
+                              vm_state=vm_states.ACTIVE, task_state=None,
+                              launched_at=utcnow())
+
+    @contextlib.contextmanager
+    def _build_resources(self, context, instance, requested_networks, block_device_mapping):
+        """Prepare what the guest needs (ports, volumes), and undo it if the build fails.
+
+        As in Nova, each failure is named after its hop: "Failed to allocate the
+        network(s)", "Failure prepping block device"; anything allocated before
+        the failure is released again.
+        """
+        with self.tracer.start_as_current_span(
+                "ComputeManager._build_resources",
+                attributes={"code.function.name":
+                            "nova.compute.manager.ComputeManager._build_resources",
+                            "code.file.path": _MANAGER}):
+            instance = self._instance_update(context, instance, expected=None,
+                                             task_state=task_states.NETWORKING)
+            try:
+                network_info = self._build_networks_for_instance(context, instance,
+                                                                 requested_networks)
+            except (exception.InstanceNotFound, exception.UnexpectedTaskStateError):
+                raise
+            except Exception as exc:
+                self._cleanup_allocated_networks(context, instance)
+                raise exception.BuildAbortException(
+                    instance_uuid=instance["uuid"],
+                    reason=f"Failed to allocate the network(s), not rescheduling: {exc}") \
+                    from exc
+            try:
+                instance = self._instance_update(
+                    context, instance, expected=task_states.NETWORKING,
+                    task_state=task_states.BLOCK_DEVICE_MAPPING)
+                block_device_info = self._prep_block_device(context, instance)
+            except (exception.InstanceNotFound, exception.UnexpectedTaskStateError):
+                self._cleanup_allocated_networks(context, instance)
+                raise
+            except Exception as exc:
+                self._cleanup_allocated_networks(context, instance)
+                self._cleanup_volumes(context, instance)
+                raise exception.BuildAbortException(
+                    instance_uuid=instance["uuid"],
+                    reason=f"Failure prepping block device: {exc}") from exc
+        resources = {"network_info": network_info, "block_device_info": block_device_info}
+        try:
+            yield resources
+        except Exception as exc:
+            self._cleanup_allocated_networks(context, instance)
+            self._cleanup_volumes(context, instance)
+            if isinstance(exc, (exception.InstanceNotFound, exception.UnexpectedTaskStateError)):
+                raise
+            raise exception.BuildAbortException(instance_uuid=instance["uuid"],
+                                                reason=str(exc)) from exc
+
+    @upstream(_MANAGER, "ComputeManager._build_networks_for_instance")
+    def _build_networks_for_instance(self, context, instance, requested_networks) -> list:
+        """Ask Neutron for the instance's ports (step 26) and cache what it answers."""
+        if self.network_api is None:
+            return []
+        network_info = self.network_api.allocate_for_instance(
+            context, instance, requested_networks, bind_host_id=self.host)
+        self.conductor_api.instance_info_cache_update(context, instance["uuid"], network_info)
+        return network_info
+
+    @upstream(_MANAGER, "ComputeManager._prep_block_device")
+    def _prep_block_device(self, context, instance) -> dict:
+        """Create, reserve and connect the instance's volumes; the driver's view of them.
+
+        For each volume mapping: create the volume if the mapping asks for a new
+        one (from an image or blank) and wait until Cinder has it, read it
+        (step 39), attach it for this host's connector, and keep the
+        ``connection_info`` Cinder answers: the rbd disk libvirt will be given.
+        """
+        bdms = self.conductor_api.block_device_mapping_get_all_by_instance(context,
+                                                                            instance["uuid"])
+        volume_bdms = [b for b in bdms if b["destination_type"] == "volume"]
+        if not volume_bdms:
+            return {"block_device_mapping": []}
+        if self.volume_api is None:
+            raise exception.Invalid("volumes requested but no block storage service runs")
+        root_is_volume = any(b.get("boot_index") == 0 for b in volume_bdms)
+        names = iter(f"/dev/vd{c}" for c in "abcdefghijklmnopqrstuvwxyz")
+        if not root_is_volume:
+            next(names)  # /dev/vda is the local root disk
+        mappings = []
+        for bdm in sorted(volume_bdms, key=lambda b: (b.get("boot_index") is None or
+                                                      b["boot_index"] < 0,
+                                                      b.get("boot_index") or 0, b["id"])):
+            volume_id = bdm["volume_id"]
+            if not volume_id:
+                volume = self.volume_api.create(
+                    context, bdm["volume_size"] or 1, f"{instance['display_name']}-volume",
+                    None, image_id=bdm["image_id"] if bdm["source_type"] == "image" else None)
+                volume_id = volume["id"]
+                bdm = self.conductor_api.block_device_mapping_update(
+                    context, bdm["id"], {"volume_id": volume_id})
+                self._await_block_device_map_created(context, volume_id)
+            self.volume_api.get(context, volume_id)
+            device = bdm.get("device_name") or next(names)
+            attachment_id = bdm.get("attachment_id") or self.volume_api.attachment_create(
+                context, volume_id, instance["uuid"])["id"]
+            attachment = self.volume_api.attachment_update(
+                context, attachment_id, self.driver.get_volume_connector(instance), device)
+            connection_info = attachment["connection_info"]
+            self.conductor_api.block_device_mapping_update(context, bdm["id"], {
+                "attachment_id": attachment_id, "connection_info": connection_info,
+                "device_name": device})
+            mappings.append({"connection_info": connection_info, "mount_device": device,
+                             "attachment_id": attachment_id, "boot_index": bdm.get("boot_index"),
+                             "delete_on_termination": bdm.get("delete_on_termination")})
+        return {"block_device_mapping": mappings}
+
+    @upstream(_MANAGER, "ComputeManager._await_block_device_map_created")
+    def _await_block_device_map_created(self, context, volume_id: str) -> None:
+        from novalab.reference.nova.volume.cinder import await_volume_created
+
+        await_volume_created(self.volume_api, context, volume_id)
+
+    @upstream(_MANAGER, "ComputeManager._cleanup_allocated_networks")
+    def _cleanup_allocated_networks(self, context, instance) -> None:
+        if self.network_api is None:
+            return
+        try:
+            self.network_api.deallocate_for_instance(context, instance)
+        except Exception:
+            LOG.exception("Failed to deallocate networks of %s", instance["uuid"])
+
+    @upstream(_MANAGER, "ComputeManager._cleanup_volumes")
+    def _cleanup_volumes(self, context, instance) -> None:
+        """Detach every volume; delete those marked ``delete_on_termination``."""
+        if self.volume_api is None:
+            return
+        bdms = self.conductor_api.block_device_mapping_get_all_by_instance(context,
+                                                                            instance["uuid"])
+        for bdm in bdms:
+            try:
+                if bdm.get("attachment_id"):
+                    self.volume_api.attachment_delete(context, bdm["attachment_id"])
+                if bdm.get("volume_id") and bdm.get("delete_on_termination"):
+                    self._await_detached(context, bdm["volume_id"])
+                    self.volume_api.delete(context, bdm["volume_id"])
+            except Exception:
+                LOG.exception("Failed to clean up volume %s of %s", bdm.get("volume_id"),
+                              instance["uuid"])
+
+    def _await_detached(self, context, volume_id: str, timeout: float = 30.0) -> None:
+        """A volume can be deleted only once Cinder has finished detaching it."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.volume_api.get(context, volume_id)["status"] in ("available", "error"):
+                return
+            time.sleep(0.05)
+
+    def _get_power_state(self, instance: dict) -> int:
+        try:
+            return self.driver.get_info(instance).state
+        except exception.InstanceNotFound:
+            return power_state.NOSTATE
+
+    def _instance_update(self, context, instance: dict, *, expected, **updates) -> dict:
+        """Save through the conductor, only if ``task_state`` still is ``expected``."""
+        new = self.conductor_api.instance_update(context, instance["uuid"], updates,
+                                                 expected_task_state=expected,
+                                                 check_task_state=True)
+        set_instance_attributes(trace.get_current_span(), new)
+        return new
+
+    def _cleanup_guest(self, context, instance: dict) -> None:
+        try:
+            self.driver.destroy(context, instance)
+        except Exception:
+            LOG.exception("Cleaning up the guest of %s failed", instance["uuid"])
+
+    @upstream(_MANAGER, "ComputeManager._set_instance_obj_error_state")
+    def _set_instance_error_state(self, context, instance: dict, exc: Exception) -> None:
+        """ERROR with a fault (``compute_utils.add_instance_fault_from_exc``)."""
+        code = getattr(exc, "code", 500)
+        try:
+            self.conductor_api.instance_update(context, instance["uuid"],
+                                               {"vm_state": vm_states.ERROR, "task_state": None})
+            self.conductor_api.instance_fault_create(context, {
+                "instance_uuid": instance["uuid"], "code": code if code >= 400 else 500,
+                "message": str(exc) or type(exc).__name__, "host": self.host,
+                "details": "".join(traceback.format_exception(exc))[-4000:]})
+        except exception.InstanceNotFound:
+            LOG.info("Instance %s is gone; no fault recorded", instance["uuid"])
+
+    # External events -----------------------------------------------------------------
+
+    @upstream(_MANAGER, "ComputeManager.external_instance_event")
+    def external_instance_event(self, context, instances: list[dict], events: list[dict]) -> None:
+        """RPC endpoint (cast): wake whatever waits for these events (network-vif-plugged)."""
+        for event in events:
+            self.virtapi.deliver(event["server_uuid"], event["name"], event.get("tag"),
+                                 event.get("status", "completed"))
+
+    # Delete --------------------------------------------------------------------------
+
+    @upstream(_MANAGER, "ComputeManager.terminate_instance")
+    def terminate_instance(self, context, instance: dict) -> None:
+        """RPC endpoint (cast): destroy the guest, then the instance record."""
+        with self._instance_locks[instance["uuid"]]:
+            self.driver.destroy(context, instance)
+            self._cleanup_allocated_networks(context, instance)
+            self._cleanup_volumes(context, instance)
+            try:
+                self.conductor_api.instance_update(context, instance["uuid"], {
+                    "vm_state": vm_states.DELETED, "task_state": None,
+                    "power_state": power_state.NOSTATE, "terminated_at": utcnow()})
+                self.conductor_api.instance_destroy(context, instance["uuid"])
+            except exception.InstanceNotFound:
+                pass
+        self._instance_locks.pop(instance["uuid"], None)

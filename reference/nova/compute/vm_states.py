@@ -1,0 +1,12 @@
+"""An instance's stable state (``nova/compute/vm_states.py``): where it rests between actions."""
+
+ACTIVE = "active"
+BUILDING = "building"
+PAUSED = "paused"
+SUSPENDED = "suspended"
+STOPPED = "stopped"
+DELETED = "deleted"
+SOFT_DELETED = "soft-deleted"
+ERROR = "error"
+SHELVED = "shelved"
+SHELVED_OFFLOADED = "shelved_offloaded"

@@ -1,0 +1,345 @@
+"""The queries behind Nova's services (``nova/db/main/api.py``), returning plain dicts.
+
+Only nova-api, nova-scheduler and nova-conductor call these: nova-compute never
+touches the database, it asks the conductor over RPC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from sqlalchemy import DateTime, and_, func, or_, select, update
+
+from novalab.reference.common import exception
+from novalab.reference.common.db import Database
+from novalab.reference.nova.db.models import (
+    BlockDeviceMapping,
+    ComputeNode,
+    Flavor,
+    Instance,
+    InstanceFault,
+    InstanceInfoCache,
+    Service,
+    utcnow,
+)
+
+_UNSET = object()
+
+
+def _coerce_times(model, values: dict) -> dict:
+    """Datetimes cross RPC as ISO strings (JSON has no time type): turn them back."""
+    for key, value in values.items():
+        column = model.__table__.columns.get(key)
+        if isinstance(value, str) and column is not None and \
+                isinstance(column.type, DateTime):
+            values[key] = datetime.fromisoformat(value.rstrip("Z"))
+    return values
+
+
+def to_dict(row) -> dict:
+    values = {c.key: getattr(row, c.key) for c in row.__mapper__.column_attrs}
+    if isinstance(row, Instance):
+        values["metadata"] = values.pop("metadata_items") or {}
+        values["name"] = row.name
+    return values
+
+
+# Instances ----------------------------------------------------------------------------
+
+def instance_create(db: Database, values: dict) -> dict:
+    values = dict(values)
+    if "metadata" in values:
+        values["metadata_items"] = values.pop("metadata")
+    with db.session() as session:
+        row = Instance(**values)
+        session.add(row)
+        session.flush()
+        return to_dict(row)
+
+
+def _instance_query(uuid: str, read_deleted: str = "no"):
+    query = select(Instance).where(Instance.uuid == uuid)
+    if read_deleted == "no":
+        query = query.where(Instance.deleted == 0)
+    return query
+
+
+def instance_get_by_uuid(db: Database, uuid: str, read_deleted: str = "no") -> dict:
+    with db.session() as session:
+        row = session.scalars(_instance_query(uuid, read_deleted)).first()
+        if row is None:
+            raise exception.InstanceNotFound(instance_id=uuid)
+        return to_dict(row)
+
+
+def instance_get_all(db: Database, *, project_id: str | None = None, limit: int | None = None,
+                     marker: str | None = None, name: str | None = None,
+                     host: str | None = None) -> list[dict]:
+    """Live instances, newest first, optionally one project's (``None`` means all)."""
+    query = select(Instance).where(Instance.deleted == 0)
+    if project_id is not None:
+        query = query.where(Instance.project_id == project_id)
+    if host is not None:
+        query = query.where(Instance.host == host)
+    query = query.order_by(Instance.created_at.desc(), Instance.id.desc())
+    with db.session() as session:
+        rows = list(session.scalars(query))
+    if name is not None:
+        import re
+
+        pattern = re.compile(name)
+        rows = [r for r in rows if pattern.search(r.display_name or "")]
+    if marker is not None:
+        ids = [r.uuid for r in rows]
+        if marker not in ids:
+            raise exception.Invalid(f"marker [{marker}] not found")
+        rows = rows[ids.index(marker) + 1:]
+    if limit is not None:
+        rows = rows[:limit]
+    return [to_dict(r) for r in rows]
+
+
+def instance_update(db: Database, uuid: str, values: dict,
+                    expected_task_state=_UNSET) -> dict:
+    """Update an instance; with ``expected_task_state``, only if it still holds.
+
+    The check is a compare-and-swap in the UPDATE's WHERE clause, as Nova does,
+    so two services racing on one instance cannot both win. The UPDATE comes
+    first; the row is read once, after it, to return it (or to tell "gone" from
+    "someone else changed the task state" when nothing matched).
+    """
+    values = dict(values)
+    if "metadata" in values:
+        values["metadata_items"] = values.pop("metadata")
+    values["updated_at"] = utcnow()
+    _coerce_times(Instance, values)
+    where = [Instance.uuid == uuid, Instance.deleted == 0]
+    if expected_task_state is not _UNSET:
+        expected = expected_task_state
+        if not isinstance(expected, (list, tuple, set)):
+            expected = [expected]
+        states = [s for s in expected if s is not None]
+        clauses = [Instance.task_state.in_(states)] if states else []
+        if None in expected:
+            clauses.append(Instance.task_state.is_(None))
+        where.append(or_(*clauses))
+    with db.session() as session:
+        result = session.execute(
+            update(Instance).where(and_(*where)).values(**values)
+            .execution_options(synchronize_session=False))
+        row = session.scalars(_instance_query(uuid)).first()
+        if row is None:
+            raise exception.InstanceNotFound(instance_id=uuid)
+        if result.rowcount == 0:
+            raise exception.UnexpectedTaskStateError(
+                instance_uuid=uuid, expected=expected_task_state, actual=row.task_state)
+        return to_dict(row)
+
+
+def instance_destroy(db: Database, uuid: str) -> dict:
+    """Soft-delete: the row stays, with ``deleted`` set to its id."""
+    with db.session() as session:
+        row = session.scalars(_instance_query(uuid)).first()
+        if row is None:
+            raise exception.InstanceNotFound(instance_id=uuid)
+        now = utcnow()
+        row.deleted = row.id
+        row.deleted_at = now
+        row.terminated_at = row.terminated_at or now
+        row.vm_state = "deleted"
+        row.task_state = None
+        return to_dict(row)
+
+
+def host_usage(db: Database) -> dict[str, dict]:
+    """What live instances consume on each host: the scheduler's view of used resources."""
+    query = (select(Instance.host, func.count(Instance.id), func.sum(Instance.memory_mb),
+                    func.sum(Instance.vcpus), func.sum(Instance.root_gb + Instance.ephemeral_gb))
+             .where(Instance.deleted == 0, Instance.host.is_not(None))
+             .group_by(Instance.host))
+    with db.session() as session:
+        return {host: {"instances": n, "memory_mb": int(ram or 0), "vcpus": int(cpu or 0),
+                       "disk_gb": int(disk or 0)}
+                for host, n, ram, cpu, disk in session.execute(query)}
+
+
+# Faults ---------------------------------------------------------------------------------
+
+def instance_fault_create(db: Database, values: dict) -> dict:
+    values = _coerce_times(InstanceFault, dict(values))
+    values["message"] = (values.get("message") or "")[:255]
+    with db.session() as session:
+        row = InstanceFault(**values)
+        session.add(row)
+        session.flush()
+        return to_dict(row)
+
+
+def instance_fault_get_by_instance_uuids(db: Database, uuids: Iterable[str]) -> dict[str, dict]:
+    """The latest fault of each instance that has one."""
+    uuids = list(uuids)
+    if not uuids:
+        return {}
+    query = (select(InstanceFault).where(InstanceFault.instance_uuid.in_(uuids))
+             .order_by(InstanceFault.created_at, InstanceFault.id))
+    with db.session() as session:
+        return {row.instance_uuid: to_dict(row) for row in session.scalars(query)}
+
+
+# Flavors --------------------------------------------------------------------------------
+
+def flavor_create(db: Database, values: dict) -> dict:
+    with db.session() as session:
+        row = Flavor(**values)
+        session.add(row)
+        session.flush()
+        return to_dict(row)
+
+
+def flavor_get_all(db: Database) -> list[dict]:
+    query = select(Flavor).where(Flavor.disabled.is_(False)).order_by(Flavor.memory_mb, Flavor.id)
+    with db.session() as session:
+        return [to_dict(r) for r in session.scalars(query)]
+
+
+def flavor_get_by_flavor_id(db: Database, flavorid: str) -> dict:
+    with db.session() as session:
+        row = session.scalars(select(Flavor).where(Flavor.flavorid == str(flavorid))).first()
+        if row is None:
+            raise exception.FlavorNotFound(flavor_id=flavorid)
+        return to_dict(row)
+
+
+# Compute nodes and services -------------------------------------------------------------
+
+def compute_node_get_all(db: Database) -> list[dict]:
+    with db.session() as session:
+        query = select(ComputeNode).where(ComputeNode.deleted == 0).order_by(ComputeNode.id)
+        return [to_dict(r) for r in session.scalars(query)]
+
+
+def compute_node_create_or_update(db: Database, values: dict) -> dict:
+    """Upsert the node a compute host reports (``ResourceTracker._update``)."""
+    values = _coerce_times(ComputeNode, dict(values))
+    with db.session() as session:
+        row = session.scalars(select(ComputeNode).where(
+            ComputeNode.host == values["host"],
+            ComputeNode.hypervisor_hostname == values["hypervisor_hostname"],
+            ComputeNode.deleted == 0)).first()
+        if row is None:
+            row = ComputeNode(**values)
+            session.add(row)
+        else:
+            for key, value in values.items():
+                setattr(row, key, value)
+        session.flush()
+        return to_dict(row)
+
+
+def service_get_all(db: Database, binary: str | None = None) -> list[dict]:
+    query = select(Service).where(Service.deleted == 0).order_by(Service.id)
+    if binary:
+        query = query.where(Service.binary == binary)
+    with db.session() as session:
+        return [to_dict(r) for r in session.scalars(query)]
+
+
+def service_create_or_get(db: Database, host: str, binary: str, topic: str) -> dict:
+    with db.session() as session:
+        row = session.scalars(select(Service).where(
+            Service.host == host, Service.binary == binary, Service.deleted == 0)).first()
+        if row is None:
+            row = Service(host=host, binary=binary, topic=topic, last_seen_up=utcnow())
+            session.add(row)
+            session.flush()
+        return to_dict(row)
+
+
+def service_report(db: Database, service_id: int) -> dict:
+    """One heartbeat: bump ``report_count`` and ``last_seen_up`` (servicegroup's DB driver)."""
+    with db.session() as session:
+        row = session.get(Service, service_id)
+        if row is None or row.deleted:
+            raise exception.ServiceNotFound(service_id=service_id)
+        row.report_count += 1
+        row.last_seen_up = utcnow()
+        return to_dict(row)
+
+
+# Block device mappings --------------------------------------------------------------------
+
+def block_device_mapping_create(db: Database, values: dict) -> dict:
+    with db.session() as session:
+        row = BlockDeviceMapping(**values)
+        session.add(row)
+        session.flush()
+        return to_dict(row)
+
+
+def block_device_mapping_get_all_by_instance(db: Database, instance_uuid: str) -> list[dict]:
+    query = (select(BlockDeviceMapping)
+             .where(BlockDeviceMapping.instance_uuid == instance_uuid,
+                    BlockDeviceMapping.deleted == 0)
+             .order_by(BlockDeviceMapping.id))
+    with db.session() as session:
+        return [to_dict(r) for r in session.scalars(query)]
+
+
+def block_device_mapping_get_all_by_instances(db: Database,
+                                              uuids: Iterable[str]) -> dict[str, list[dict]]:
+    uuids = list(uuids)
+    found: dict[str, list[dict]] = {u: [] for u in uuids}
+    if not uuids:
+        return found
+    query = (select(BlockDeviceMapping)
+             .where(BlockDeviceMapping.instance_uuid.in_(uuids), BlockDeviceMapping.deleted == 0)
+             .order_by(BlockDeviceMapping.id))
+    with db.session() as session:
+        for row in session.scalars(query):
+            found[row.instance_uuid].append(to_dict(row))
+    return found
+
+
+def block_device_mapping_update(db: Database, bdm_id: int, values: dict) -> dict:
+    with db.session() as session:
+        row = session.get(BlockDeviceMapping, bdm_id)
+        if row is None or row.deleted:
+            raise exception.NotFound(f"Block device mapping {bdm_id} could not be found.")
+        for key, value in values.items():
+            setattr(row, key, value)
+        session.flush()
+        return to_dict(row)
+
+
+def block_device_mapping_destroy_by_instance(db: Database, instance_uuid: str) -> None:
+    with db.session() as session:
+        for row in session.scalars(select(BlockDeviceMapping).where(
+                BlockDeviceMapping.instance_uuid == instance_uuid,
+                BlockDeviceMapping.deleted == 0)):
+            row.deleted = row.id
+            row.deleted_at = utcnow()
+
+
+# Network info cache -----------------------------------------------------------------------
+
+def instance_info_cache_update(db: Database, instance_uuid: str, network_info: list) -> dict:
+    with db.session() as session:
+        row = session.scalars(select(InstanceInfoCache).where(
+            InstanceInfoCache.instance_uuid == instance_uuid)).first()
+        if row is None:
+            row = InstanceInfoCache(instance_uuid=instance_uuid, network_info=network_info)
+            session.add(row)
+        else:
+            row.network_info = network_info
+        session.flush()
+        return to_dict(row)
+
+
+def instance_info_cache_get_by_instances(db: Database, uuids: Iterable[str]) -> dict[str, list]:
+    uuids = list(uuids)
+    if not uuids:
+        return {}
+    query = select(InstanceInfoCache).where(InstanceInfoCache.instance_uuid.in_(uuids))
+    with db.session() as session:
+        return {row.instance_uuid: row.network_info or [] for row in session.scalars(query)}

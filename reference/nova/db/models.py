@@ -1,0 +1,152 @@
+"""Nova's tables, trimmed to what a boot touches (``nova/db/main/models.py``).
+
+Rows are soft-deleted as in Nova: ``deleted`` holds 0 while alive and the row id
+once deleted, so a unique constraint can include it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import JSON, Boolean, DateTime, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from novalab.reference.common.db import Base, utcnow
+
+
+class TimestampMixin:
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    updated_at: Mapped[datetime | None] = mapped_column(DateTime, onupdate=utcnow)
+
+
+class SoftDeleteMixin:
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime)
+    deleted: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class Instance(TimestampMixin, SoftDeleteMixin, Base):
+    __tablename__ = "instances"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True, index=True)
+    display_name: Mapped[str] = mapped_column(String(255))
+    project_id: Mapped[str] = mapped_column(String(255), index=True)
+    user_id: Mapped[str] = mapped_column(String(255))
+    host: Mapped[str | None] = mapped_column(String(255))
+    node: Mapped[str | None] = mapped_column(String(255))
+    image_ref: Mapped[str | None] = mapped_column(String(255))
+    flavor_id: Mapped[str] = mapped_column(String(255))
+    flavor_name: Mapped[str] = mapped_column(String(255))
+    memory_mb: Mapped[int] = mapped_column(Integer)
+    vcpus: Mapped[int] = mapped_column(Integer)
+    root_gb: Mapped[int] = mapped_column(Integer)
+    ephemeral_gb: Mapped[int] = mapped_column(Integer, default=0)
+    vm_state: Mapped[str] = mapped_column(String(255))
+    task_state: Mapped[str | None] = mapped_column(String(255))
+    power_state: Mapped[int] = mapped_column(Integer, default=0)
+    key_name: Mapped[str | None] = mapped_column(String(255))
+    user_data: Mapped[str | None] = mapped_column(Text)
+    metadata_items: Mapped[dict] = mapped_column("metadata", JSON, default=dict)
+    availability_zone: Mapped[str | None] = mapped_column(String(255))
+    launched_at: Mapped[datetime | None] = mapped_column(DateTime)
+    terminated_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    @property
+    def name(self) -> str:
+        """The hypervisor's name for the guest: Nova's ``instance_name_template``."""
+        return f"instance-{self.id:08x}"
+
+
+class Flavor(TimestampMixin, Base):
+    __tablename__ = "flavors"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    flavorid: Mapped[str] = mapped_column(String(255), unique=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    memory_mb: Mapped[int] = mapped_column(Integer)
+    vcpus: Mapped[int] = mapped_column(Integer)
+    root_gb: Mapped[int] = mapped_column(Integer)
+    ephemeral_gb: Mapped[int] = mapped_column(Integer, default=0)
+    swap: Mapped[int] = mapped_column(Integer, default=0)
+    rxtx_factor: Mapped[float] = mapped_column(default=1.0)
+    is_public: Mapped[bool] = mapped_column(Boolean, default=True)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    description: Mapped[str | None] = mapped_column(Text)
+
+
+class ComputeNode(TimestampMixin, SoftDeleteMixin, Base):
+    __tablename__ = "compute_nodes"
+    __table_args__ = (UniqueConstraint("host", "hypervisor_hostname", "deleted"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    host: Mapped[str] = mapped_column(String(255))
+    hypervisor_hostname: Mapped[str] = mapped_column(String(255))
+    hypervisor_type: Mapped[str] = mapped_column(String(255))
+    hypervisor_version: Mapped[int] = mapped_column(Integer, default=0)
+    vcpus: Mapped[int] = mapped_column(Integer)
+    memory_mb: Mapped[int] = mapped_column(Integer)
+    local_gb: Mapped[int] = mapped_column(Integer)
+    vcpus_used: Mapped[int] = mapped_column(Integer, default=0)
+    memory_mb_used: Mapped[int] = mapped_column(Integer, default=0)
+    local_gb_used: Mapped[int] = mapped_column(Integer, default=0)
+    running_vms: Mapped[int] = mapped_column(Integer, default=0)
+    cpu_info: Mapped[str] = mapped_column(Text, default="{}")
+    supported_instances: Mapped[list] = mapped_column(JSON, default=list)
+    cpu_allocation_ratio: Mapped[float] = mapped_column(default=16.0)
+    ram_allocation_ratio: Mapped[float] = mapped_column(default=1.5)
+    disk_allocation_ratio: Mapped[float] = mapped_column(default=1.0)
+
+
+class Service(TimestampMixin, SoftDeleteMixin, Base):
+    __tablename__ = "services"
+    __table_args__ = (UniqueConstraint("host", "binary", "deleted"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    host: Mapped[str] = mapped_column(String(255))
+    binary: Mapped[str] = mapped_column(String(255))
+    topic: Mapped[str | None] = mapped_column(String(255))
+    report_count: Mapped[int] = mapped_column(Integer, default=0)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    disabled_reason: Mapped[str | None] = mapped_column(String(255))
+    forced_down: Mapped[bool] = mapped_column(Boolean, default=False)
+    last_seen_up: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class InstanceFault(TimestampMixin, SoftDeleteMixin, Base):
+    __tablename__ = "instance_faults"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    instance_uuid: Mapped[str] = mapped_column(String(36), index=True)
+    code: Mapped[int] = mapped_column(Integer)
+    message: Mapped[str] = mapped_column(String(255))
+    details: Mapped[str | None] = mapped_column(Text)
+    host: Mapped[str | None] = mapped_column(String(255))
+
+
+class BlockDeviceMapping(TimestampMixin, SoftDeleteMixin, Base):
+    """How a disk reaches an instance: from an image, a new or an existing volume."""
+
+    __tablename__ = "block_device_mapping"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    instance_uuid: Mapped[str] = mapped_column(String(36), index=True)
+    source_type: Mapped[str] = mapped_column(String(255))
+    destination_type: Mapped[str] = mapped_column(String(255))
+    boot_index: Mapped[int | None] = mapped_column(Integer)
+    device_name: Mapped[str | None] = mapped_column(String(255))
+    image_id: Mapped[str | None] = mapped_column(String(36))
+    volume_id: Mapped[str | None] = mapped_column(String(36))
+    volume_size: Mapped[int | None] = mapped_column(Integer)
+    delete_on_termination: Mapped[bool] = mapped_column(Boolean, default=False)
+    attachment_id: Mapped[str | None] = mapped_column(String(36))
+    connection_info: Mapped[dict | None] = mapped_column(JSON)
+
+
+class InstanceInfoCache(TimestampMixin, SoftDeleteMixin, Base):
+    """The instance's network info as Neutron last described it (what ``addresses`` shows)."""
+
+    __tablename__ = "instance_info_caches"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    instance_uuid: Mapped[str] = mapped_column(String(36), unique=True, index=True)
+    network_info: Mapped[list] = mapped_column(JSON, default=list)

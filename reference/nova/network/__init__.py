@@ -1,0 +1,1 @@
+"""Nova's view of the network service: the Neutron API client (``nova/network``)."""

@@ -1,0 +1,71 @@
+"""The scheduler service (``nova/scheduler/manager.py``): where ``run_instance`` lands.
+
+The classic flow's scheduler picks a host, records it on the instance (step 11)
+and casts ``build_and_run_instance`` to that host's queue (step 12). When no host
+fits, the instance goes to ERROR with a NoValidHost fault instead of waiting
+forever in BUILD.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from opentelemetry import trace
+
+from novalab.reference.common import exception
+from novalab.reference.common.db import Database
+from novalab.reference.nova.compute import vm_states
+from novalab.reference.nova.compute.rpcapi import ComputeAPI
+from novalab.reference.nova.db import api as db_api
+from novalab.reference.nova.scheduler.filter_scheduler import FilterScheduler
+from novalab.reference.nova.scheduler.host_manager import HostManager
+from novalab.tracing.spans import set_instance_attributes, upstream
+
+LOG = logging.getLogger(__name__)
+
+
+class SchedulerManager:
+    def __init__(self, db: Database, compute_rpcapi: ComputeAPI, tracer):
+        self.db = db
+        self.tracer = tracer
+        self.compute_rpcapi = compute_rpcapi
+        self.driver = FilterScheduler(HostManager(db, tracer), tracer)
+
+    @upstream("nova/scheduler/manager.py", "SchedulerManager.run_instance", ref="grizzly-eol")
+    def run_instance(self, context, request_spec: dict, filter_properties: dict,
+                     requested_networks=None, block_device_mapping=None) -> None:
+        uuids = request_spec["instance_uuids"]
+        try:
+            destinations = self.driver.select_destinations(context, request_spec)
+        except exception.NoValidHost as exc:
+            LOG.warning("NoValidHost for %s: %s", uuids, exc)
+            for uuid in uuids:
+                self._set_vm_state_with_fault(context, uuid, exc)
+            return
+        for uuid, dest in zip(uuids, destinations, strict=True):
+            instance = self._instance_update_db(context, uuid, dest)
+            self.compute_rpcapi.build_and_run_instance(
+                context, instance=instance, host=dest["host"], image=request_spec["image"],
+                request_spec=request_spec, filter_properties=filter_properties,
+                requested_networks=requested_networks,
+                block_device_mapping=block_device_mapping, node=dest["nodename"])
+
+    @upstream("nova/scheduler/driver.py", "instance_update_db", ref="grizzly-eol")
+    def _instance_update_db(self, context, instance_uuid: str, dest: dict) -> dict:
+        """Save the chosen host on the instance (step 11)."""
+        instance = db_api.instance_update(
+            self.db, instance_uuid, {"host": dest["host"], "node": dest["nodename"]})
+        set_instance_attributes(trace.get_current_span(), instance)
+        return instance
+
+    @upstream("nova/scheduler/utils.py", "set_vm_state_and_notify")
+    def _set_vm_state_with_fault(self, context, instance_uuid: str, exc: Exception) -> None:
+        """ERROR, task cleared, and a fault the API will show the user."""
+        try:
+            db_api.instance_update(
+                self.db, instance_uuid, {"vm_state": vm_states.ERROR, "task_state": None})
+        except exception.InstanceNotFound:
+            return  # deleted while we were scheduling: nothing left to mark
+        db_api.instance_fault_create(self.db, {
+            "instance_uuid": instance_uuid, "code": 500, "message": str(exc),
+            "details": f"{type(exc).__name__}: {exc}"})

@@ -1,0 +1,29 @@
+"""Client side of the scheduler RPC API.
+
+In the classic flow nova-api *casts* ``run_instance`` to the ``scheduler`` topic
+(Grizzly's ``nova/scheduler/rpcapi.py``): any scheduler may take it, and the API
+answers ``202`` without waiting. Since Icehouse the conductor instead *calls*
+``select_destinations``; novalab keeps the classic cast and runs
+``select_destinations`` inside the scheduler (see ``docs/decisions.md``).
+"""
+
+from __future__ import annotations
+
+from novalab.reference.rpc import RPCClient, Target
+from novalab.tracing.spans import upstream
+
+TOPIC = "scheduler"
+
+
+class SchedulerAPI:
+    def __init__(self, transport, tracer):
+        self.tracer = tracer
+        self.client = RPCClient(transport, Target(topic=TOPIC), tracer=tracer)
+
+    @upstream("nova/scheduler/rpcapi.py", "SchedulerAPI.run_instance", ref="grizzly-eol")
+    def run_instance(self, ctxt, request_spec: dict, filter_properties: dict,
+                     requested_networks=None, block_device_mapping=None) -> None:
+        self.client.cast(ctxt, "run_instance", request_spec=request_spec,
+                         filter_properties=filter_properties,
+                         requested_networks=requested_networks,
+                         block_device_mapping=block_device_mapping)

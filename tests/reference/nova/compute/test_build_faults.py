@@ -1,0 +1,56 @@
+"""A failing hop during a build: ERROR with a fault naming it, and nothing left behind.
+
+Each test breaks one service the way it can really fail (an exception where that
+service does its work) and checks the instance, its fault, and the leftovers:
+no port in Neutron, no volume in Cinder.
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from novalab.reference.deploy.boot import BootRequest, boot
+
+
+def leftovers(cloud, server_id):
+    admin_token = httpx.post(f"{cloud.identity_url}/auth/tokens", json={"auth": {
+        "identity": {"methods": ["password"], "password": {"user": {
+            "name": "admin", "domain": {"id": "default"}, "password": cloud.config.password}}},
+        "scope": {"project": {"name": "admin", "domain": {"id": "default"}}}}}) \
+        .headers["X-Subject-Token"]
+    headers = {"X-Auth-Token": admin_token}
+    ports = httpx.get(f"{cloud.urls['neutron']}/v2.0/ports", params={"device_id": server_id},
+                      headers=headers).json()["ports"]
+    project = httpx.get(f"{cloud.identity_url}/auth/tokens", headers={
+        **headers, "X-Subject-Token": admin_token}).json()["token"]["project"]["id"]
+    volumes = httpx.get(f"{cloud.urls['cinder']}/v3/{project}/volumes/detail",
+                        params={"all_tenants": 1}, headers=headers).json()["volumes"]
+    return ports, [v for v in volumes if v["status"] not in ("deleted",)]
+
+
+def test_volume_failure_is_named_and_cleaned_up(cloud, monkeypatch):
+    def broken(volume):
+        raise RuntimeError("injected: the RBD pool refused the image")
+
+    monkeypatch.setattr(cloud.volume_manager.driver, "create_volume", broken)
+    result = boot(cloud, BootRequest(name="no-volume-for-you"))
+    server = result.server
+    assert server["status"] == "ERROR"
+    assert "Failure prepping block device" in server["fault"]["message"]
+    ports, volumes = leftovers(cloud, server["id"])
+    assert ports == []  # the port allocated before the volume failed was released
+    assert volumes == []  # the volume in error, marked delete_on_termination, is gone
+
+
+def test_port_failure_is_named_and_cleaned_up(cloud, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("injected: IPAM has no address left")
+
+    monkeypatch.setattr(cloud.network, "_create_port_db", broken)
+    result = boot(cloud, BootRequest(name="no-port-for-you"))
+    server = result.server
+    assert server["status"] == "ERROR"
+    assert "Failed to allocate the network(s)" in server["fault"]["message"]
+    ports, volumes = leftovers(cloud, server["id"])
+    assert ports == []
+    assert volumes == []  # the volume step never ran: nothing was created

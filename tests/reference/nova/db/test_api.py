@@ -1,0 +1,64 @@
+"""The instance compare-and-swap that keeps racing services honest."""
+
+from __future__ import annotations
+
+import pytest
+
+from novalab.reference.common import exception
+from novalab.reference.common.db import Database
+from novalab.reference.nova.db import api as db_api
+
+
+@pytest.fixture
+def db(tmp_path):
+    database = Database(f"sqlite:///{tmp_path / 'n.db'}")
+    database.create_schema()
+    yield database
+    database.dispose()
+
+
+def make_instance(db, **values):
+    base = {"uuid": "11111111-2222-3333-4444-555555555555", "display_name": "x",
+            "project_id": "p", "user_id": "u", "flavor_id": "42", "flavor_name": "m1.nano",
+            "memory_mb": 64, "vcpus": 1, "root_gb": 1, "vm_state": "building",
+            "task_state": "scheduling"}
+    return db_api.instance_create(db, {**base, **values})
+
+
+def test_update_with_expected_task_state(db):
+    inst = make_instance(db)
+    assert inst["name"] == f"instance-{inst['id']:08x}"
+    new = db_api.instance_update(db, inst["uuid"], {"task_state": None},
+                                 expected_task_state=["scheduling", None])
+    assert new["task_state"] is None
+    with pytest.raises(exception.UnexpectedTaskStateError) as raised:
+        db_api.instance_update(db, inst["uuid"], {"task_state": "spawning"},
+                               expected_task_state="networking")
+    assert "Actual: None" in str(raised.value)
+    assert db_api.instance_get_by_uuid(db, inst["uuid"])["task_state"] is None
+
+
+def test_datetimes_from_rpc_strings(db):
+    inst = make_instance(db)
+    new = db_api.instance_update(db, inst["uuid"], {"launched_at": "2026-11-22T01:02:03.456789"})
+    assert new["launched_at"].microsecond == 456789
+
+
+def test_update_of_a_deleted_instance_is_not_found(db):
+    inst = make_instance(db)
+    db_api.instance_destroy(db, inst["uuid"])
+    with pytest.raises(exception.InstanceNotFound):
+        db_api.instance_update(db, inst["uuid"], {"task_state": None},
+                               expected_task_state="scheduling")
+
+
+def test_soft_delete_hides_and_host_usage(db):
+    a = make_instance(db, host="h1")
+    make_instance(db, uuid="99999999-2222-3333-4444-555555555555", host="h1", memory_mb=128)
+    assert db_api.host_usage(db)["h1"] == {"instances": 2, "memory_mb": 192, "vcpus": 2,
+                                           "disk_gb": 2}
+    db_api.instance_destroy(db, a["uuid"])
+    with pytest.raises(exception.InstanceNotFound):
+        db_api.instance_get_by_uuid(db, a["uuid"])
+    assert db_api.instance_get_by_uuid(db, a["uuid"], read_deleted="yes")["deleted"] == a["id"]
+    assert db_api.host_usage(db)["h1"]["instances"] == 1

@@ -1,0 +1,20 @@
+"""The block-storage cloud of ``tests/reference/cinder/env.py``, one per module."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+_path = Path(__file__).resolve().parents[2] / "cinder" / "env.py"
+_spec = importlib.util.spec_from_file_location("cinder_test_env", _path)
+env_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(env_module)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    running = env_module.CinderEnv(tmp_path_factory.mktemp("nova-volume"))
+    yield running
+    running.close()

@@ -1,0 +1,371 @@
+"""msgr: the wire between Ceph daemons and their clients, in small.
+
+Real Ceph speaks its own binary messenger protocol (msgr2: banner, auth
+handshake, typed messages such as ``MOSDOp``/``MOSDOpReply`` with encoded
+structs). novalab's is a tiny framed protocol of its own over TCP, enough to
+carry the same conversations. Each frame is::
+
+    4 bytes   header length, big-endian
+    N bytes   header: JSON {"op": ..., "args": {...}, "traceparent": ..., "tracestate": ...}
+    8 bytes   payload length, big-endian
+    M bytes   payload: the object bytes, never JSON-encoded
+
+A reply is a frame too, its header ``{"ok": true, "result": {...}}`` or
+``{"ok": false, "error": {"code": "ENOENT", "message": ...}}`` (Ceph answers a
+negative errno; :mod:`errors` rebuilds the exception by name).
+
+Tracing: there is no OpenTelemetry instrumentation for a protocol of our own
+(nor for Ceph's messenger), so this module makes the spans by hand, following
+the RPC conventions: the caller's :class:`Connection` a CLIENT span per op, with
+the W3C ``traceparent``/``tracestate`` injected into the header; the daemon's
+:class:`Server` a SERVER span per op, parented on the context it extracts. Both
+are named ``ceph.<service>/<op>`` (``ceph.osd/read``), with ``rpc.system=ceph``,
+``rpc.service`` the daemon kind (``mon``, ``osd``) and ``rpc.method`` the op.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import socketserver
+import struct
+import threading
+
+from opentelemetry import trace
+
+from novalab.reference.ceph import errors
+from novalab.tracing import attributes as attr
+from novalab.tracing import propagation
+
+LOG = logging.getLogger(__name__)
+
+_HEADER_LEN = struct.Struct(">I")
+_PAYLOAD_LEN = struct.Struct(">Q")
+MAX_HEADER = 1 << 20
+MAX_PAYLOAD = 256 << 20
+
+# Span vocabulary. rpc.*, peer.service, server.*, network.peer.* and error.type are
+# OpenTelemetry names; the ceph.* names are novalab's own (no convention covers Ceph).
+RPC_SYSTEM = "ceph"
+NETWORK_PEER_ADDRESS = "network.peer.address"
+NETWORK_PEER_PORT = "network.peer.port"
+ERROR_TYPE = "error.type"
+CEPH_POOL = "ceph.pool"          # pool name
+CEPH_OBJECT = "ceph.object"      # object name (oid)
+CEPH_PG = "ceph.pg"              # placement group, "<pool id>.<pg hex>"
+CEPH_OSD = "ceph.osd"            # id of the OSD the op is sent to (client) / served by (server)
+CEPH_EPOCH = "ceph.map.epoch"    # cluster map epoch the sender acted on
+
+# Errors that are the caller's business (the daemon did its job): no ERROR status on
+# the SERVER span, as HTTP servers leave 4xx unmarked. The CLIENT span is marked.
+_CALLER_ERRORS = {"ENOENT", "EEXIST", "EINVAL", "ENAMETOOLONG", "EOPNOTSUPP", "ESTALE"}
+
+
+def split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host, int(port)
+
+
+# Frames -------------------------------------------------------------------------------
+
+def encode_frame(header: dict, payload: bytes = b"") -> bytes:
+    head = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    return b"".join((_HEADER_LEN.pack(len(head)), head, _PAYLOAD_LEN.pack(len(payload)),
+                     payload))
+
+
+def _recv_exact(sock: socket.socket, size: int, *, eof_ok: bool = False) -> bytes | None:
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    received = 0
+    while received < size:
+        count = sock.recv_into(view[received:], min(size - received, 1 << 20))
+        if count == 0:
+            if eof_ok and received == 0:
+                return None
+            raise ConnectionError("peer closed the connection in the middle of a frame")
+        received += count
+    return bytes(buffer)
+
+
+def read_frame(sock: socket.socket) -> tuple[dict, bytes] | None:
+    """The next ``(header, payload)``; None if the peer closed cleanly between frames."""
+    raw = _recv_exact(sock, _HEADER_LEN.size, eof_ok=True)
+    if raw is None:
+        return None
+    (head_len,) = _HEADER_LEN.unpack(raw)
+    if head_len > MAX_HEADER:
+        raise ConnectionError(f"frame header of {head_len} bytes is too large")
+    header = json.loads(_recv_exact(sock, head_len))
+    (payload_len,) = _PAYLOAD_LEN.unpack(_recv_exact(sock, _PAYLOAD_LEN.size))
+    if payload_len > MAX_PAYLOAD:
+        raise ConnectionError(f"frame payload of {payload_len} bytes is too large")
+    payload = _recv_exact(sock, payload_len) if payload_len else b""
+    if not isinstance(header, dict):
+        raise ConnectionError("frame header is not a JSON object")
+    return header, payload
+
+
+# The daemon's side --------------------------------------------------------------------
+
+class _ThreadingServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class _FrameHandler(socketserver.BaseRequestHandler):
+    """One thread per connection: read a frame, dispatch, answer, until the peer leaves."""
+
+    def handle(self) -> None:
+        owner: Server = self.server.owner
+        sock: socket.socket = self.request
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        owner._track(sock)
+        try:
+            while True:
+                try:
+                    frame = read_frame(sock)
+                except (OSError, ValueError) as exc:
+                    LOG.debug("%s: dropping connection from %s: %s", owner.name,
+                              self.client_address, exc)
+                    return
+                if frame is None:
+                    return
+                reply = owner.dispatch(*frame, peer=self.client_address)
+                try:
+                    sock.sendall(reply)
+                except OSError:
+                    return
+        finally:
+            owner._untrack(sock)
+
+
+class Server:
+    """Serve ``handler``'s ``op_<name>(args, payload)`` methods on a TCP port.
+
+    An op method returns a result dict, or ``(result, payload_bytes)``; it raises
+    an :class:`errors.Error` to answer an errno. Port 0 picks a free port.
+    """
+
+    def __init__(self, handler, *, rpc_service: str, tracer: trace.Tracer,
+                 host: str = "127.0.0.1", port: int = 0, name: str | None = None):
+        self.handler = handler
+        self.rpc_service = rpc_service
+        self.tracer = tracer
+        self.name = name or f"{RPC_SYSTEM}-{rpc_service}"
+        try:
+            self._server = _ThreadingServer((host, port), _FrameHandler)
+        except OSError as exc:
+            raise OSError(f"{self.name}: cannot listen on {host}:{port}: {exc.strerror}. "
+                          "Is another daemon using that port?") from exc
+        self._server.owner = self
+        self.host, self.port = self._server.server_address[:2]
+        self._connections: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.2},
+                                        name=f"{self.name}-msgr", daemon=True)
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self) -> Server:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop listening and cut every open connection (clients see the daemon go)."""
+        started = self._thread.is_alive()
+        if started:
+            self._server.shutdown()
+        self._server.server_close()
+        with self._lock:
+            connections = list(self._connections)
+        for sock in connections:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if started:
+            self._thread.join(timeout=5)
+
+    def _track(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._connections.add(sock)
+
+    def _untrack(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._connections.discard(sock)
+
+    def dispatch(self, header: dict, payload: bytes, peer=None) -> bytes:
+        """Run one op in a SERVER span and return the encoded reply frame."""
+        op = str(header.get("op", ""))
+        args = header.get("args") or {}
+        attributes = {attr.RPC_SYSTEM: RPC_SYSTEM, attr.RPC_SERVICE: self.rpc_service,
+                      attr.RPC_METHOD: op, attr.SERVER_ADDRESS: self.host,
+                      attr.SERVER_PORT: self.port}
+        if peer:
+            attributes[NETWORK_PEER_ADDRESS], attributes[NETWORK_PEER_PORT] = peer[0], peer[1]
+        if isinstance(args, dict):
+            for key, name in (("pool", CEPH_POOL), ("oid", CEPH_OBJECT), ("epoch", CEPH_EPOCH)):
+                if isinstance(args.get(key), str | int):
+                    attributes[name] = args[key]
+        # The span ends before the reply is sent, so a caller holding the reply can
+        # already find the daemon's span (the send itself is not covered).
+        with self.tracer.start_as_current_span(
+                f"{RPC_SYSTEM}.{self.rpc_service}/{op}", context=propagation.extract(header),
+                kind=trace.SpanKind.SERVER, attributes=attributes,
+                record_exception=False, set_status_on_exception=False) as span:
+            reply, data = self._run(op, args, payload, span)
+        return encode_frame(reply, data)
+
+    def _run(self, op: str, args, payload: bytes, span) -> tuple[dict, bytes]:
+        method = getattr(self.handler, f"op_{op}", None) if op.isidentifier() else None
+        try:
+            if method is None:
+                raise errors.NotSupported(f"{self.name} has no op '{op}'")
+            if not isinstance(args, dict):
+                raise errors.InvalidArgumentError("args must be a JSON object")
+            result = method(args, payload)
+        except errors.Error as exc:
+            span.set_attribute(ERROR_TYPE, exc.code)
+            if exc.code not in _CALLER_ERRORS:
+                span.set_status(trace.StatusCode.ERROR, str(exc))
+            return {"ok": False, "error": {"code": exc.code, "message": str(exc)}}, b""
+        except Exception as exc:
+            LOG.exception("%s: op %s failed", self.name, op)
+            span.record_exception(exc)
+            span.set_attribute(ERROR_TYPE, type(exc).__name__)
+            span.set_status(trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
+            return {"ok": False, "error": {"code": "EIO",
+                                           "message": f"{type(exc).__name__}: {exc}"}}, b""
+        data = b""
+        if isinstance(result, tuple):
+            result, data = result
+        return {"ok": True, "result": result or {}}, data
+
+
+# The caller's side --------------------------------------------------------------------
+
+class Connection:
+    """One client's socket to one daemon: ops go one at a time, in order.
+
+    Thread-safe (a lock serialises the request/reply exchanges). A socket the peer
+    has closed since its last use (the daemon restarted) is reconnected and the op
+    sent again once; an op that fails on a fresh socket raises
+    :class:`errors.ConnectionFailed`. That resend is at-least-once: an op that the
+    old daemon ran before the connection broke runs again. Real Ceph's lossless
+    sessions resend with sequence numbers so the OSD can drop duplicates.
+    """
+
+    def __init__(self, address: str, tracer: trace.Tracer, *, rpc_service: str,
+                 peer_service: str, timeout: float = 30.0):
+        self.address = address
+        self.host, self.port = split_address(address)
+        self.tracer = tracer
+        self.rpc_service = rpc_service
+        self.peer_service = peer_service
+        self.timeout = timeout
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+
+    def call(self, op: str, args: dict | None = None, payload: bytes = b"",
+             attributes: dict | None = None) -> tuple[dict, bytes]:
+        """Send ``op`` and return ``(result, payload)``; raise the daemon's error."""
+        span_attributes = {attr.RPC_SYSTEM: RPC_SYSTEM, attr.RPC_SERVICE: self.rpc_service,
+                           attr.RPC_METHOD: op, attr.PEER_SERVICE: self.peer_service,
+                           attr.SERVER_ADDRESS: self.host, attr.SERVER_PORT: self.port,
+                           **(attributes or {})}
+        with self.tracer.start_as_current_span(f"{RPC_SYSTEM}.{self.rpc_service}/{op}",
+                                               kind=trace.SpanKind.CLIENT,
+                                               attributes=span_attributes) as span:
+            header = {"op": op, "args": args or {}}
+            propagation.inject(header)  # traceparent/tracestate of this CLIENT span
+            try:
+                reply, data = self._exchange(encode_frame(header, payload))
+                if not reply.get("ok"):
+                    error = reply.get("error") or {}
+                    raise errors.from_code(str(error.get("code", "EIO")),
+                                           str(error.get("message", "")))
+            except errors.Error as exc:
+                span.set_attribute(ERROR_TYPE, exc.code)
+                raise
+            return reply.get("result") or {}, data
+
+    def _exchange(self, frame: bytes) -> tuple[dict, bytes]:
+        with self._lock:
+            for _attempt in range(2):
+                fresh = self._sock is None
+                if fresh:
+                    self._sock = self._connect()
+                try:
+                    self._sock.sendall(frame)
+                    reply = read_frame(self._sock)
+                    if reply is None:
+                        raise ConnectionError("connection closed by the peer")
+                    return reply
+                except TimeoutError as exc:
+                    self._close_socket()
+                    raise errors.TimedOut(f"no reply from {self.peer_service} at "
+                                          f"{self.address} in {self.timeout:g} s") from exc
+                except (OSError, ValueError) as exc:
+                    self._close_socket()
+                    if fresh:
+                        raise errors.ConnectionFailed(
+                            f"{self.peer_service} at {self.address}: {exc}") from exc
+                    # A socket kept from earlier went stale: reconnect and resend once.
+            raise AssertionError("unreachable")
+
+    def _connect(self) -> socket.socket:
+        try:
+            sock = socket.create_connection((self.host, self.port),
+                                            timeout=min(self.timeout, 5.0))
+        except OSError as exc:
+            raise errors.ConnectionFailed(
+                f"cannot connect to {self.peer_service} at {self.address}: "
+                f"{exc.strerror or exc}") from exc
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(self.timeout)
+        return sock
+
+    def _close_socket(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_socket()
+
+
+class ConnectionPool:
+    """A client's connections, one per daemon address."""
+
+    def __init__(self, tracer: trace.Tracer, *, rpc_service: str, peer_service: str,
+                 timeout: float = 30.0):
+        self.tracer = tracer
+        self.rpc_service = rpc_service
+        self.peer_service = peer_service
+        self.timeout = timeout
+        self._connections: dict[str, Connection] = {}
+        self._lock = threading.Lock()
+
+    def get(self, address: str) -> Connection:
+        with self._lock:
+            connection = self._connections.get(address)
+            if connection is None:
+                connection = Connection(address, self.tracer, rpc_service=self.rpc_service,
+                                        peer_service=self.peer_service, timeout=self.timeout)
+                self._connections[address] = connection
+            return connection
+
+    def close(self) -> None:
+        with self._lock:
+            connections = list(self._connections.values())
+            self._connections.clear()
+        for connection in connections:
+            connection.close()

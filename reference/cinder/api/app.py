@@ -1,0 +1,49 @@
+"""cinder-api's WSGI application: versions, volumes, attachments and messages behind auth.
+
+Every request but the version list at ``/`` passes keystonemiddleware first
+(the Wiring's :class:`AuthProtocol`): the first request with a given token
+shows cinder-api asking keystone ``GET /v3/auth/tokens``; later ones within
+five minutes are answered from the middleware's token cache, as upstream's.
+The project in the URL must be the token's (``Malformed request url`` otherwise).
+"""
+
+from __future__ import annotations
+
+from flask import Flask, g, request
+
+from novalab.reference.cinder.api import attachments, messages, versions, volumes
+from novalab.reference.common import exception
+from novalab.reference.common.db import Database
+from novalab.reference.common.wsgi import install_common_handlers
+from novalab.reference.keystone.middleware import AuthProtocol
+from novalab.tracing.http import instrument_flask
+
+
+def create_app(db: Database, volume_api, auth: AuthProtocol, tracer,
+               tracer_provider=None) -> Flask:
+    app = Flask("cinder-api")
+    if tracer_provider is not None:
+        # First, so the SERVER span also covers the auth and version hooks below.
+        instrument_flask(app, tracer_provider)
+    install_common_handlers(app, request_id_header=False)
+
+    @app.after_request
+    def _tag_response(response):
+        if g.get("request_id"):
+            response.headers["X-OpenStack-Request-Id"] = g.request_id
+        return response
+
+    auth.install(app)
+
+    @app.before_request
+    def _check_project():
+        project_id = (request.view_args or {}).get("project_id")
+        context = g.get("context")
+        if project_id and context is not None and project_id != context.project_id:
+            raise exception.Invalid("Malformed request url")
+
+    versions.install(app)
+    volumes.register(app, volumes.VolumeController(volume_api, tracer))
+    attachments.register(app, attachments.AttachmentsController(db, volume_api, tracer))
+    messages.register(app, messages.MessagesController(db, tracer))
+    return app

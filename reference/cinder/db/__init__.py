@@ -1,0 +1,1 @@
+"""Cinder's database layer: the models and the queries both services run."""

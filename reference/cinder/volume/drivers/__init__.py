@@ -1,0 +1,1 @@
+"""Volume drivers: the backend-specific half of cinder-volume (only RBD here)."""

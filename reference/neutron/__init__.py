@@ -1,0 +1,8 @@
+"""Neutron in small: networks, subnets and ports, and the agents that wire them.
+
+``server/`` is neutron-server (the REST API and the ML2-like core plugin with its
+RPC callbacks); ``agent/`` holds the DHCP agent (driving dnsmasq), an L2 agent
+(driving libvirt) and the metadata proxy; ``guest_agent.py`` plays cloud-init
+inside the guest. Left out: routers, floating IPs, security groups, OVS/OVN,
+segments and IPv6. ``docs/neutron.md`` walks through the whole flow.
+"""

@@ -1,0 +1,1 @@
+"""neutron-dhcp-agent: keeps one dnsmasq per network in step with the ports."""

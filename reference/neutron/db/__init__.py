@@ -1,0 +1,1 @@
+"""neutron-server's tables and the provisioning-block bookkeeping over them."""

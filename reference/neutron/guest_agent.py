@@ -1,0 +1,45 @@
+"""cloud-init's side of the metadata path: what the guest asks 169.254.169.254.
+
+At boot cloud-init's OpenStack data source reads
+``/openstack/latest/meta_data.json`` (and ``network_data.json``) from the
+metadata address. In novalab the guest is a libvirt test domain with no
+network, so this module plays cloud-init from the host, over loopback, with
+its own ``service.name`` (``cloud-init``). Because every loopback request comes
+from 127.0.0.1, it sends the headers haproxy would add in the network's
+namespace: ``X-Forwarded-For`` with the guest's fixed IP and
+``X-Neutron-Network-ID`` (see ``agent/metadata/proxy.py``).
+"""
+
+from __future__ import annotations
+
+import httpx
+from opentelemetry import trace
+
+CLOUD_INIT_URL = ("https://github.com/canonical/cloud-init/blob/main/"
+                  "cloudinit/sources/helpers/openstack.py")
+
+
+class MetadataNotFound(RuntimeError):
+    pass
+
+
+def metadata_headers(fixed_ip: str, network_id: str) -> dict[str, str]:
+    return {"X-Forwarded-For": fixed_ip, "X-Neutron-Network-ID": network_id}
+
+
+def fetch_metadata(proxy_url: str, fixed_ip: str, network_id: str, http: httpx.Client,
+                   path: str = "/openstack/latest/meta_data.json", tracer=None) -> dict:
+    """GET ``path`` through the metadata proxy as the guest at ``fixed_ip``; the JSON body.
+
+    Raises :class:`MetadataNotFound` on any non-200 answer, with the status.
+    """
+    tracer = tracer or trace.NoOpTracer()
+    with tracer.start_as_current_span("MetadataReader.read_v2", attributes={
+            "code.function.name": "cloudinit.sources.helpers.openstack.MetadataReader.read_v2",
+            "code.file.path": "cloudinit/sources/helpers/openstack.py",
+            "novalab.upstream.url": CLOUD_INIT_URL}):
+        response = http.get(f"{proxy_url.rstrip('/')}{path}",
+                            headers=metadata_headers(fixed_ip, network_id))
+        if response.status_code != 200:
+            raise MetadataNotFound(f"{path}: HTTP {response.status_code} {response.text[:200]}")
+        return response.json()

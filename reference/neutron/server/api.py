@@ -1,0 +1,131 @@
+"""neutron-server's REST API v2.0: networks, subnets and ports behind token auth.
+
+The shapes are Neutron's: ``{"port": {...}}`` in and out, lists as
+``{"ports": [...]}`` filtered by any attribute given in the query string
+(``?device_id=X&network_id=Y``, repeated for "any of"; ``fixed_ips=ip_address=...``)
+and trimmed with ``?fields=id&fields=name``. Every error is a
+``{"NeutronError": {"type", "message", "detail"}}`` body with the matching status.
+"""
+
+from __future__ import annotations
+
+from flask import Flask, g, jsonify, request
+
+from novalab.reference.common.wsgi import install_common_handlers, json_body
+from novalab.reference.keystone.middleware import AuthProtocol
+from novalab.reference.neutron import exceptions as n_exc
+from novalab.reference.neutron.server.plugin import Ml2Plugin
+from novalab.tracing.http import instrument_flask
+
+# Query parameters that are not attribute filters.
+NON_FILTERS = {"fields", "limit", "marker", "sort_key", "sort_dir", "page_reverse"}
+HTTP_TYPES = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden",
+              404: "HTTPNotFound", 405: "HTTPMethodNotAllowed", 409: "HTTPConflict",
+              415: "HTTPUnsupportedMediaType"}
+
+
+def neutron_fault(code: int, message: str, error_type: str | None = None):
+    response = jsonify({"NeutronError": {
+        "type": error_type or HTTP_TYPES.get(code, "HTTPInternalServerError"),
+        "message": message, "detail": ""}})
+    response.status_code = code
+    return response
+
+
+def _filters() -> dict[str, list[str]]:
+    return {key: request.args.getlist(key) for key in request.args if key not in NON_FILTERS}
+
+
+def _fields(item: dict) -> dict:
+    wanted = request.args.getlist("fields")
+    return {k: v for k, v in item.items() if k in wanted} if wanted else item
+
+
+def _resource_body(resource: str) -> dict:
+    body = json_body()
+    attrs = body.get(resource)
+    if not isinstance(attrs, dict):
+        raise n_exc.BadRequest(resource=resource,
+                               msg=f"Resource body required: {{\"{resource}\": {{...}}}} "
+                                   "(bulk requests are not supported by novalab)")
+    return attrs
+
+
+def create_app(plugin: Ml2Plugin, auth: AuthProtocol, tracer_provider=None) -> Flask:
+    app = Flask("neutron-server")
+    if tracer_provider is not None:
+        # First, so the SERVER span also covers authentication.
+        instrument_flask(app, tracer_provider)
+    install_common_handlers(app, fault=neutron_fault, request_id_header=False)
+    auth.install(app, public_paths=("",))
+
+    @app.after_request
+    def _request_id(response):
+        if g.get("request_id"):
+            response.headers["X-Openstack-Request-Id"] = g.request_id
+        return response
+
+    @app.errorhandler(n_exc.NeutronException)
+    def _neutron_error(exc: n_exc.NeutronException):
+        return neutron_fault(exc.code, exc.msg, type(exc).__name__)
+
+    @app.get("/")
+    def versions():
+        base = request.host_url.rstrip("/")
+        return jsonify({"versions": [{"id": "v2.0", "status": "CURRENT", "links": [
+            {"href": f"{base}/v2.0/", "rel": "self"}]}]})
+
+    @app.get("/v2.0")
+    @app.get("/v2.0/")
+    def resources():
+        base = request.host_url.rstrip("/") + "/v2.0"
+        return jsonify({"resources": [
+            {"name": name, "collection": f"{name}s",
+             "links": [{"href": f"{base}/{name}s", "rel": "self"}]}
+            for name in ("network", "subnet", "port")]})
+
+    @app.get("/v2.0/extensions")
+    def extensions():
+        return jsonify({"extensions": [
+            {"alias": "binding", "name": "Port Binding",
+             "description": "Expose port bindings of a virtual port to external application",
+             "links": [], "updated": "2014-02-03T10:00:00-00:00"},
+            {"alias": "provider", "name": "Provider Network",
+             "description": "Expose mapping of virtual networks to physical networks",
+             "links": [], "updated": "2012-09-07T10:00:00-00:00"}]})
+
+    def register(resource: str, create, show, listing, update, remove):
+        collection = f"/v2.0/{resource}s"
+        item = f"{collection}/<item_id>"
+
+        def index():
+            return jsonify({f"{resource}s": [_fields(x) for x in listing(g.context, _filters())]})
+
+        def post():
+            response = jsonify({resource: create(g.context, _resource_body(resource))})
+            response.status_code = 201
+            return response
+
+        def get(item_id):
+            return jsonify({resource: _fields(show(g.context, item_id))})
+
+        def put(item_id):
+            return jsonify({resource: update(g.context, item_id, _resource_body(resource))})
+
+        def delete(item_id):
+            remove(g.context, item_id)
+            return "", 204
+
+        app.add_url_rule(collection, f"{resource}_index", index, methods=["GET"])
+        app.add_url_rule(collection, f"{resource}_create", post, methods=["POST"])
+        app.add_url_rule(item, f"{resource}_show", get, methods=["GET"])
+        app.add_url_rule(item, f"{resource}_update", put, methods=["PUT"])
+        app.add_url_rule(item, f"{resource}_delete", delete, methods=["DELETE"])
+
+    register("network", plugin.create_network, plugin.get_network, plugin.get_networks,
+             plugin.update_network, plugin.delete_network)
+    register("subnet", plugin.create_subnet, plugin.get_subnet, plugin.get_subnets,
+             plugin.update_subnet, plugin.delete_subnet)
+    register("port", plugin.create_port, plugin.get_port, plugin.get_ports,
+             plugin.update_port, plugin.delete_port)
+    return app

@@ -1,0 +1,151 @@
+"""Command-line side of ``novalab.diagrams``: ``flow check``, ``diagram``, ``export jaeger``.
+
+The ``novalab`` command lives in ``labs/cli.py``; it adds these with one line,
+``register(main)``::
+
+    novalab flow check TRACE [--flow classic] [--format text|json] [--trace-id ID]
+    novalab diagram TRACE --kind sequence --format svg|html|mermaid|plantuml [--full] -o FILE
+    novalab diagram TRACE --kind callgraph --format svg|png|dot -o FILE
+    novalab export jaeger TRACE -o FILE
+
+TRACE is OTLP JSON, OTLP JSON lines or Jaeger JSON; with several traces in one
+file the largest is used unless ``--trace-id`` says which. Exit codes: 0 done
+(for ``flow check``: every step matched, in order), 1 the flow check found
+missing or out-of-order steps, 2 the input could not be read.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from novalab.diagrams.flows import FLOWS
+
+SEQUENCE_FORMATS = ("svg", "html", "mermaid", "plantuml")
+CALLGRAPH_FORMATS = ("svg", "png", "dot")
+
+
+class InputError(click.ClickException):
+    exit_code = 2
+
+
+def _trace(path: str, trace_id: str | None):
+    from novalab.diagrams.load import TraceFormatError, load_trace
+
+    try:
+        return load_trace(path, trace_id)
+    except TraceFormatError as exc:
+        raise InputError(str(exc)) from exc
+
+
+def _write(output: str | None, data: str | bytes) -> None:
+    if output in (None, "-"):
+        if isinstance(data, bytes):
+            raise click.UsageError("binary output (png) needs -o FILE")
+        click.echo(data, nl=False)
+        return
+    path = Path(output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data, encoding="utf-8")
+    click.echo(f"wrote {path}", err=True)
+
+
+_TRACE_ID = click.option("--trace-id", default=None,
+                         help="Which trace of the file (default: the one with most spans).")
+_FLOW = click.option("--flow", "flow_name", default="classic", show_default=True,
+                     type=click.Choice(sorted(FLOWS)), help="The flow to project onto.")
+
+
+@click.group("flow")
+def flow_group():
+    """Project a trace onto a flow table (the classic 58 steps)."""
+
+
+@flow_group.command("check")
+@click.argument("trace_file", type=click.Path(dir_okay=False))
+@_FLOW
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+@_TRACE_ID
+def flow_check(trace_file, flow_name, fmt, trace_id):
+    """List every step as matched (span, service, time) or MISSING, and flag steps out of
+    causal order. Exits 0 only when all steps match, in order."""
+    from novalab.diagrams.check import check, format_text, to_dict
+    from novalab.diagrams.flows import get_flow
+
+    result = check(_trace(trace_file, trace_id), get_flow(flow_name))
+    if fmt == "json":
+        click.echo(json.dumps(to_dict(result), indent=1, sort_keys=True))
+    else:
+        click.echo(format_text(result), nl=False)
+    sys.exit(0 if result.ok else 1)
+
+
+@click.command("diagram")
+@click.argument("trace_file", type=click.Path(dir_okay=False))
+@click.option("--kind", type=click.Choice(["sequence", "callgraph"]), default="sequence",
+              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(sorted(set(SEQUENCE_FORMATS) |
+                                                          set(CALLGRAPH_FORMATS))),
+              default="svg", show_default=True)
+@click.option("--full", is_flag=True,
+              help="Sequence of every hop between services, not the flow's steps.")
+@_FLOW
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
+              help="File to write (default: standard output, text formats only).")
+@_TRACE_ID
+def diagram(trace_file, kind, fmt, full, flow_name, output, trace_id):
+    """Draw a trace: a sequence diagram (the flow's steps, or --full) or a call graph."""
+    allowed = SEQUENCE_FORMATS if kind == "sequence" else CALLGRAPH_FORMATS
+    if fmt not in allowed:
+        raise click.UsageError(f"--kind {kind} supports --format {', '.join(allowed)}")
+    trace = _trace(trace_file, trace_id)
+    from novalab.diagrams.flows import get_flow
+
+    if kind == "callgraph":
+        from novalab.diagrams import callgraph
+
+        _write(output, callgraph.render(trace, fmt))
+        return
+    from novalab.diagrams import sequence
+
+    if full:
+        model = sequence.from_trace(trace, get_flow(flow_name))
+    else:
+        from novalab.diagrams.check import check
+
+        model = sequence.from_check(check(trace, get_flow(flow_name)))
+    _write(output, sequence.render(model, fmt))
+
+
+@click.group("export")
+def export_group():
+    """Convert a trace for other tools."""
+
+
+@export_group.command("jaeger")
+@click.argument("trace_file", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="The Jaeger JSON file to write (open it in Jaeger's UI: JSON File).")
+@_TRACE_ID
+def export_jaeger(trace_file, output, trace_id):
+    """Write the trace as Jaeger JSON (the UI's "JSON File" upload format)."""
+    from novalab.diagrams.jaeger import write_jaeger
+
+    path = write_jaeger(_trace(trace_file, trace_id), output)
+    click.echo(f"wrote {path}", err=True)
+
+
+COMMANDS = (flow_group, diagram, export_group)
+
+
+def register(main: click.Group) -> None:
+    """Add ``flow``, ``diagram`` and ``export`` to the ``novalab`` command."""
+    for command in COMMANDS:
+        main.add_command(command)

@@ -1,0 +1,639 @@
+"""The classic 58-step "launch an instance" flow, as data, with one rule per step.
+
+The table (``shared/seeds/004_*.txt``) is kept word for word: each ``Step``
+has the table's "Request" column (with its spellings, ``Nova.schedular``) and
+"Description" column. Lifelines are the table's participants in the order
+they first appear; each says which ``service.name`` values belong to it, or,
+for infrastructure that emits no spans (the database, the broker, dnsmasq,
+libvirt), which CLIENT/PRODUCER spans reach it.
+
+Each rule below finds the span that stands for its step by what the span is,
+never by position or step number (spans carry none). Answers (``RETURN``
+steps) need no rule: an answer is the end of the span of the step it answers.
+Where the table and a real cloud differ, the step's ``notes`` say how, and
+``drawn`` names the lifelines really involved: diagrams draw those.
+"""
+
+from __future__ import annotations
+
+import re
+
+from novalab.diagrams.flows.model import ASYNC, RETURN, SYNC, Flow, Interleave, Lifeline, Step
+from novalab.diagrams.flows.rules import (
+    Found,
+    Query,
+    any_of,
+    client_to,
+    consume,
+    http_client,
+    http_server,
+    send,
+    sql,
+    sql_statement,
+)
+
+LIFELINES = (
+    Lifeline("Client", "actor", ("novalab-client",),
+             "the client's spans; a request with no caller in the trace comes from here"),
+    Lifeline("Keystone", "service", ("keystone",)),
+    Lifeline("Token Store", "infra", (), "keystone's SQL on the keystone_tokens table"),
+    Lifeline("Nova.api", "service", ("nova-api",)),
+    Lifeline("Database", "infra", (), "SQL CLIENT spans (db.system.name)"),
+    Lifeline("RabbitMQ", "infra", (),
+             "messaging PRODUCER/CONSUMER spans (messaging.system): the broker"),
+    Lifeline("Nova.scheduler", "service", ("nova-scheduler",)),
+    Lifeline("Nova-compute", "service", ("nova-compute",)),
+    Lifeline("Nova-conductor", "service", ("nova-conductor",)),
+    Lifeline("Glance.api", "service", ("glance-api",)),
+    Lifeline("Ceph_mon", "service", ("ceph-mon",), "or CLIENT spans with peer.service=ceph-mon"),
+    Lifeline("Ceph_rgw", "service", ("ceph-rgw",)),
+    Lifeline("Ceph_osd", "service", ("ceph-osd",), "or CLIENT spans with peer.service=ceph-osd"),
+    Lifeline("Neutron-server", "service", ("neutron-server",)),
+    Lifeline("Neutron-DHCP-agent", "service", ("neutron-dhcp-agent",)),
+    Lifeline("Dnsmasq", "infra", (), "CLIENT spans with peer.service=dnsmasq"),
+    Lifeline("Neutron-L2-Agent", "service", ("neutron-l2-agent",)),
+    Lifeline("Libvirt", "infra", (), "CLIENT spans with rpc.system=libvirt (peer.service=libvirt)"),
+    Lifeline("Cinder.api", "service", ("cinder-api",)),
+    Lifeline("VM-instance", "actor", ("cloud-init",), "the guest's own spans (cloud-init)"),
+    Lifeline("Neutron_metadata_proxy", "service", ("neutron-metadata-proxy",)),
+    Lifeline("Nova-api-metadata", "service", ("nova-api-metadata",)),
+)
+
+# The table's spellings of lifeline names, where they differ from the lifeline list.
+_ALIASES = {"Nova.schedular": "Nova.scheduler", "Nova-api": "Nova.api"}
+
+# number, request (the table's words), description, kind, answered step.
+_TABLE = (
+    (1, "Client -> Keystone", "Authentication request", SYNC, None),
+    (2, "Keystone -> Token Store", "Save token", SYNC, None),
+    (3, "Keystone -> Client", "Pass authentication token", RETURN, 1),
+    (4, "Client -> Nova.api", "Start instance", SYNC, None),
+    (5, "Nova.api -> Database", "Create initial entry for instance", SYNC, None),
+    (6, "Nova.api -> RabbitMQ", "Make rpc.cast to request the new instance", ASYNC, None),
+    (7, "Nova.api -> Client", "Instance request complete", RETURN, 4),
+    (8, "Nova.schedular -> RabbitMQ", "Subscribe new instance request", ASYNC, None),
+    (9, "Nova.schedular -> Database", "Read filtering and weighing information", SYNC, None),
+    (10, "Nova.schedular -> Database", "Read cluster state", SYNC, None),
+    (11, "Nova.schedular -> Database", "Save instance state", SYNC, None),
+    (12, "Nova.schedular -> RabbitMQ", "Rpc.cast to launch instance", ASYNC, None),
+    (13, "Nova-compute -> RabbitMQ", "Subscribe new instance request", ASYNC, None),
+    (14, "Nova-compute -> RabbitMQ",
+     "Rpc.call to Nova-conductor to fetch the instance information", SYNC, None),
+    (15, "Nova-conductor -> RabbitMQ", "Subscribe new instance request", ASYNC, None),
+    (16, "Nova-conductor -> RabbitMQ", "Read instance state", SYNC, None),
+    (17, "Nova-conductor -> RabbitMQ", "Publish new instance state", ASYNC, None),
+    (18, "Nova-compute -> RabbitMQ", "Subscribe new instance request", ASYNC, None),
+    (19, "Nova-compute -> Glance.api", "[REST] get Image URI by Image ID from glance", SYNC, None),
+    (20, "Glance.api -> Nova-compute", "Return image URI", RETURN, 19),
+    (21, "Nova-compute -> Ceph_mon", "Retrieve cluster map", SYNC, None),
+    (22, "Ceph_mon -> Nova-compute", "Return cluster map", RETURN, 21),
+    (23, "Nova-compute -> Ceph_rgw", "[REST] request for object", SYNC, None),
+    (24, "Ceph_rgw -> Ceph_osd", "[Socket] get object", SYNC, None),
+    (25, "Ceph_rgw -> Nova-compute", "Return object", RETURN, 23),
+    (26, "Nova-compute -> Neutron-server", "Allocate and configure the network for the instance",
+     SYNC, None),
+    (27, "Neutron-server -> RabbitMQ", "Request IP address", ASYNC, None),
+    (28, "Neutron-server -> RabbitMQ", "Request L2 configuration", ASYNC, None),
+    (29, "Neutron-DHCP-agent -> RabbitMQ", "Read request IP address", ASYNC, None),
+    (30, "Neutron-DHCP-agent -> Dnsmasq", "Allocate IP address", SYNC, None),
+    (31, "Dnsmasq -> Neutron-DHCP-agent", "Reply", RETURN, 30),
+    (32, "Neutron-DHCP-agent -> RabbitMQ", "Reply IP address", SYNC, None),
+    (33, "Neutron-server -> RabbitMQ", "Read IP address", ASYNC, None),
+    (34, "Neutron-L2-Agent -> RabbitMQ", "Read request for L2 configuration", ASYNC, None),
+    (35, "Neutron-L2-Agent -> Libvirt", "Configure L2", SYNC, None),
+    (36, "Neutron-L2-Agent -> RabbitMQ", "Reply to L2 configuration", SYNC, None),
+    (37, "Neutron-server -> Database", "Save instance network state", SYNC, None),
+    (38, "Neutron-server -> Nova-compute", "Pass network information", SYNC, None),
+    (39, "Nova-compute -> Cinder.api", "[REST] get volume data", SYNC, None),
+    (40, "Cinder.api -> Keystone", "Validate token and permissions", SYNC, None),
+    (41, "Keystone -> Cinder.api", "Update authentication headers with roles and acl",
+     RETURN, 40),
+    (42, "Cinder.api -> Nova-compute", "Return volume information", RETURN, 39),
+    (43, "Nova-compute -> Libvirt", "Start VM", SYNC, None),
+    (44, "Nova-compute -> Libvirt", "Update port information", SYNC, None),
+    (45, "Nova-compute -> RabbitMQ",
+     "Rpc.call to Nova-conductor to fetch the instance information", SYNC, None),
+    (46, "Nova-conductor -> RabbitMQ", "Subscribe new instance request", ASYNC, None),
+    (47, "Nova-conductor -> RabbitMQ", "Publish new instance state", ASYNC, None),
+    (48, "Nova-compute -> Libvirt", "Pass volume information", SYNC, None),
+    (49, "Libvirt -> Ceph_mon", "Get cluster map", SYNC, None),
+    (50, "Ceph_mon -> Libvirt", "Return cluster map", RETURN, 49),
+    (51, "Libvirt -> Ceph_osd", "Mount volume", SYNC, None),
+    (52, "VM-instance -> Neutron_metadata_proxy", "http rest 169.254.169.254", SYNC, None),
+    (53, "Neutron_metadata_proxy -> Nova-api-metadata", "http rest add uuid into X-headers",
+     SYNC, None),
+    (54, "Neutron_metadata_proxy -> VM-instance", "Return metadata", RETURN, 52),
+    (55, "Client -> Nova-api", "Poll instance state", SYNC, None),
+    (56, "Nova.api -> Database", "Read instance state", SYNC, None),
+    (57, "Database -> Nova.api", "Return state", RETURN, 56),
+    (58, "Nova-api -> Client", "Return instance state", RETURN, 55),
+)
+
+# What the trace really shows, where the table draws something else.
+_DRAWN = {
+    16: ("Nova-conductor", "Database"),
+    38: ("Neutron-server", "Nova.api"),
+}
+
+NOTES = {
+    2: "Keystone has issued Fernet tokens, which are never stored, since Ocata; novalab keeps "
+       "the older stored-token design (a SHA-256 of each token in keystone_tokens) so that "
+       "this step exists.",
+    6: "Grizzly-era topology: nova-api casts run_instance to the scheduler. Since Icehouse the "
+       "conductor calls the scheduler (select_destinations) instead.",
+    8: "nova-api answers 202 (step 7) as soon as the cast is published, so the scheduler may "
+       "take the message (step 8) before or after the client has its answer.",
+    9: "Filters and weighers come from configuration (the enabled filter and weigher "
+       "classes), not from database rows. The database read that feeds them is the services "
+       "table (is each nova-compute up and enabled?) and the per-host usage of instances.",
+    11: "The scheduler saves only the chosen host and node on the instance (Grizzly's "
+        "instance_update_db).",
+    13: "The compute host consumes from its own topic, compute.<host>.",
+    14: "nova-compute never opens the database: every read and save of the instance is an "
+        "rpc.call to nova-conductor (since Grizzly). 14 is the first such call of the build, "
+        "45 the last.",
+    16: "The table draws this read as an arrow to RabbitMQ; the conductor reads the instance "
+        "from the database (drawn as Nova-conductor -> Database).",
+    17: "The answer is published on the caller's reply queue (reply_<id>) with the call's "
+        "correlation id; it is not a new request.",
+    18: "What nova-compute takes off the broker here is the conductor's reply on its reply "
+        "queue, not a new instance request.",
+    19: "Real Nova fetches the image in spawn(), after _build_resources has set up networks "
+        "and block devices, so steps 19-25 may come after steps 26-42.",
+    23: "The table fetches the image over the RADOS gateway's Swift API; the object itself is "
+        "read from an OSD (step 24).",
+    38: "Neutron tells Nova through nova-api (POST os-server-external-events, e.g. "
+        "network-vif-plugged), which casts external_instance_event to the compute host; the "
+        "table draws neutron talking to nova-compute directly (drawn as Neutron-server -> "
+        "Nova.api).",
+    40: "keystonemiddleware caches validated tokens; when cinder-api has the token cached, no "
+        "validation request is made and this step is honestly missing.",
+    39: "nova-compute first creates the data volume (POST) and then reads it (GET); the "
+        "first of its requests to cinder-api is drawn.",
+    44: "No Nova call is named 'update port' on libvirt: Nova plugs the instance's ports "
+        "(os-vif, LibvirtDriver.plug_vifs) just before it starts the guest; novalab's "
+        "bridges are libvirt networks, so that plug is a libvirt call.",
+    48: "Nova passes volumes to libvirt as disks of the domain XML (defineXML) before the "
+        "guest starts, so steps 48-51 may come before steps 43-47.",
+    49: "libvirt itself emits no spans: the hypervisor (qemu's librbd) talks to Ceph, seen as "
+        "Ceph spans below a libvirt call.",
+    55: "The client polls GET /servers/{id}; the step is its last poll, the one that saw the "
+        "final state.",
+}
+
+INTERLEAVE = (
+    Interleave((8, 9, 10, 11, 12), (7,),
+               "the 202 goes back while the scheduler already works on the cast"),
+    Interleave(tuple(range(26, 43)), tuple(range(19, 26)),
+               "real Nova sets up networks and volumes (_build_resources) before spawn() "
+               "fetches the image"),
+    Interleave((44,), (43,),
+               "Nova plugs the ports (os-vif) before it starts the guest"),
+    Interleave((48, 49, 50, 51), (43, 44, 45, 46, 47),
+               "real Nova attaches volumes before it starts the VM and saves the instance"),
+    Interleave((52, 53, 54), (45, 46, 47),
+               "the guest asks for its metadata on its own time; nova-compute does not wait "
+               "for it before saving the instance"),
+)
+
+GLOBAL_NOTES = (
+    "The table's RabbitMQ lifeline stands for whatever broker carried the messages; "
+    "messaging.system names it (rabbitmq, or novalab.memory for the embedded cloud's "
+    "in-memory broker).",
+)
+
+
+# -- rules, one per step that is not an answer ---------------------------------------------
+
+RULES = {}
+
+
+def rule(number):
+    def register(func):
+        RULES[number] = func
+        return func
+    return register
+
+
+def _found(span, **kw):
+    return Found(span, **kw) if span is not None else None
+
+
+_AUTH = http_server("POST", r"/v3/auth/tokens$")
+_VALIDATE = http_server("GET", r"/v3/auth/tokens$")
+_CREATE_SERVER = http_server("POST", r"/servers$")
+_SHOW_SERVER = http_server("GET", r"/servers/(?!detail$)[^/]+$")
+
+
+@rule(1)
+def _authenticate(q: Query):
+    """keystone's SERVER span for POST /v3/auth/tokens called by the client (the first)."""
+    return _found(q.request("Client", "Keystone", server=_AUTH))
+
+
+@rule(2)
+def _save_token(q: Query):
+    """keystone's SQL INSERT into keystone_tokens below step 1."""
+    return _found(q.first("Keystone", sql("INSERT", "keystone_tokens"), under=q.step(1)))
+
+
+@rule(4)
+def _create_server(q: Query):
+    """nova-api's SERVER span for POST /v2.1/servers called by the client."""
+    return _found(q.request("Client", "Nova.api", server=_CREATE_SERVER))
+
+
+@rule(5)
+def _insert_instance(q: Query):
+    """nova-api's first SQL INSERT into instances below step 4."""
+    return _found(q.first("Nova.api", sql("INSERT", "instances"), under=q.step(4)))
+
+
+@rule(6)
+def _cast_to_scheduler(q: Query):
+    """nova-api's first PRODUCER span of an rpc cast below step 4."""
+    return _found(q.first("Nova.api", send("cast"), under=q.step(4)))
+
+
+@rule(8)
+def _scheduler_takes_request(q: Query):
+    """nova-scheduler's CONSUMER process span of step 6's message (link, parent or message id);
+    without step 6, its first process span of a cast."""
+    return _found(q.consumer(q.step(6), "Nova.scheduler", consume("process", style="cast")))
+
+
+def _scheduler_reads(q: Query):
+    return [s for s in q.spans("Nova.scheduler", sql("SELECT"), under=q.step(8))]
+
+
+@rule(9)
+def _read_filter_inputs(q: Query):
+    """nova-scheduler's first SQL SELECT below step 8 that is not the compute_nodes read."""
+    reads = [s for s in _scheduler_reads(q) if sql_statement(s)[1] != "compute_nodes"]
+    return _found(reads[0] if reads else None)
+
+
+@rule(10)
+def _read_cluster_state(q: Query):
+    """nova-scheduler's first SQL SELECT from compute_nodes below step 8."""
+    reads = [s for s in _scheduler_reads(q) if sql_statement(s)[1] == "compute_nodes"]
+    return _found(reads[0] if reads else None)
+
+
+@rule(11)
+def _save_host(q: Query):
+    """nova-scheduler's first SQL UPDATE of instances below step 8."""
+    return _found(q.first("Nova.scheduler", sql("UPDATE", "instances"), under=q.step(8)))
+
+
+@rule(12)
+def _cast_to_compute(q: Query):
+    """nova-scheduler's first PRODUCER span of an rpc cast below step 8."""
+    return _found(q.first("Nova.scheduler", send("cast"), under=q.step(8)))
+
+
+@rule(13)
+def _compute_takes_request(q: Query):
+    """nova-compute's CONSUMER process span of step 12's message; without step 12, its first
+    process span of a cast to a compute.* topic."""
+    return _found(q.consumer(q.step(12), "Nova-compute",
+                             consume("process", style="cast", source="compute")))
+
+
+def _conductor_calls(q: Query):
+    return q.spans("Nova-compute", send("call", service="conductor"), under=q.step(13)) or \
+        q.spans("Nova-compute", send("call", service="conductor"))
+
+
+@rule(14)
+def _first_conductor_call(q: Query):
+    """nova-compute's first PRODUCER span of an rpc call to the conductor (below step 13)."""
+    calls = _conductor_calls(q)
+    return _found(calls[0] if calls else None)
+
+
+@rule(15)
+def _conductor_takes_call(q: Query):
+    """nova-conductor's CONSUMER process span of step 14's message."""
+    return _found(next(iter(q.consumers_of(q.step(14), "Nova-conductor")), None))
+
+
+@rule(16)
+def _conductor_reads_instance(q: Query):
+    """nova-conductor's first SQL SELECT from instances below step 15."""
+    return _found(q.first("Nova-conductor", sql("SELECT", "instances"), under=q.step(15)),
+                  drawn=_DRAWN[16])
+
+
+@rule(17)
+def _conductor_replies(q: Query):
+    """nova-conductor's PRODUCER span of the reply, below step 15."""
+    return _found(q.first("Nova-conductor", send("reply"), under=q.step(15)))
+
+
+@rule(18)
+def _compute_takes_reply(q: Query):
+    """nova-compute's CONSUMER receive span of step 17's reply (linked to it); the moment is
+    the end of that span, when the reply arrived (the span starts when the wait begins)."""
+    return _found(next(iter(q.consumers_of(q.step(17), "Nova-compute")), None), edge="end")
+
+
+@rule(19)
+def _get_image(q: Query):
+    """glance-api's SERVER span for GET /v2/images/<id> called by nova-compute (below step 13
+    when there is one)."""
+    image = http_server("GET", r"/v2/images/[^/]+$")
+    return _found(q.request("Nova-compute", "Glance.api", server=image, under=q.step(13))
+                  or q.request("Nova-compute", "Glance.api", server=image))
+
+
+
+
+def _any_server(span) -> bool:
+    """Any SERVER span: for Ceph's daemons the service and the caller decide."""
+    return span.kind == "SERVER"
+
+_MON_CLIENT = client_to("ceph-mon", rpc_system="ceph", rpc_service="mon")
+_OSD_CLIENT = client_to("ceph-osd", rpc_system="ceph", rpc_service="osd")
+
+
+@rule(21)
+def _get_cluster_map(q: Query):
+    """ceph-mon's SERVER span called by nova-compute, else nova-compute's CLIENT span to the
+    mon (peer.service=ceph-mon or rpc.system=ceph, rpc.service=mon), not below libvirt."""
+    return _found(q.request("Nova-compute", "Ceph_mon",
+                            server=lambda s: _any_server(s) and not q.under_libvirt(s),
+                            client=lambda s: _MON_CLIENT(s) and not q.under_libvirt(s)))
+
+
+@rule(23)
+def _get_object(q: Query):
+    """ceph-rgw's SERVER span for GET /swift/v1/... below the build (step 13), called by
+    nova-compute (or by glance-api on its behalf, drawn so)."""
+    swift = http_server("GET", r"^/swift/v1/")
+    span = q.request("Nova-compute", "Ceph_rgw", server=swift, under=q.step(13))
+    if span is not None:
+        return Found(span)
+    span = q.request("Glance.api", "Ceph_rgw", server=swift, under=q.step(13))
+    return _found(span, drawn=("Glance.api", "Ceph_rgw"),
+                  note="the image bytes came through glance-api, which read them from the "
+                       "gateway")
+
+
+@rule(24)
+def _read_from_osd(q: Query):
+    """ceph-osd's SERVER span called by ceph-rgw, else ceph-rgw's CLIENT span to an OSD,
+    below step 23."""
+    return _found(q.request("Ceph_rgw", "Ceph_osd", server=_any_server,
+                            client=_OSD_CLIENT, under=q.step(23))
+                  or q.request("Ceph_rgw", "Ceph_osd", server=_any_server, client=_OSD_CLIENT))
+
+
+@rule(26)
+def _allocate_network(q: Query):
+    """neutron-server's first SERVER span for POST or PUT on /v2.0/ports called by
+    nova-compute."""
+    ports = any_of(http_server("POST", r"/ports$"), http_server("PUT", r"/ports/[^/]+$"))
+    return _found(q.request("Nova-compute", "Neutron-server", server=ports, under=q.step(13))
+                  or q.request("Nova-compute", "Neutron-server", server=ports))
+
+
+@rule(27)
+def _request_ip(q: Query):
+    """neutron-server's PRODUCER cast of port_create_end (topic dhcp_agent), the first."""
+    cast = any_of(send("cast", method="port_create_end"), send("cast", to="dhcp_agent"))
+    return _found(q.first_under([q.step(26)], "Neutron-server", cast))
+
+
+@rule(28)
+def _request_l2(q: Query):
+    """neutron-server's PRODUCER cast of port_update (topic q-agent-notifier-port-update)."""
+    cast = any_of(send("cast", method="port_update"),
+                  send("cast", to="q-agent-notifier-port-update"))
+    return _found(q.first("Neutron-server", cast))
+
+
+@rule(29)
+def _dhcp_takes_request(q: Query):
+    """neutron-dhcp-agent's CONSUMER process span of step 27's message."""
+    return _found(q.consumer(q.step(27), "Neutron-DHCP-agent",
+                             consume("process", method="port_create_end")))
+
+
+@rule(30)
+def _dnsmasq(q: Query):
+    """neutron-dhcp-agent's CLIENT span to dnsmasq (peer.service=dnsmasq), below step 29."""
+    return _found(q.first_under([q.step(29)], "Neutron-DHCP-agent", client_to("dnsmasq")))
+
+
+@rule(32)
+def _dhcp_ready(q: Query):
+    """neutron-dhcp-agent's PRODUCER span of the dhcp_ready_on_ports call."""
+    return _found(q.first_under([q.step(29)], "Neutron-DHCP-agent",
+                                send(method="dhcp_ready_on_ports")))
+
+
+@rule(33)
+def _server_takes_dhcp_ready(q: Query):
+    """neutron-server's CONSUMER process span of step 32's message."""
+    return _found(q.consumer(q.step(32), "Neutron-server",
+                             consume("process", method="dhcp_ready_on_ports")))
+
+
+@rule(34)
+def _l2_takes_request(q: Query):
+    """neutron-l2-agent's CONSUMER process span of step 28's message."""
+    return _found(q.consumer(q.step(28), "Neutron-L2-Agent",
+                             consume("process", method="port_update")))
+
+
+@rule(35)
+def _configure_l2(q: Query):
+    """neutron-l2-agent's libvirt CLIENT span (rpc.system=libvirt), below step 34."""
+    return _found(q.first_under([q.step(34)], "Neutron-L2-Agent",
+                                client_to("libvirt", rpc_system="libvirt")))
+
+
+@rule(36)
+def _device_up(q: Query):
+    """neutron-l2-agent's PRODUCER span of the update_device_up call."""
+    return _found(q.first_under([q.step(34)], "Neutron-L2-Agent",
+                                send(method="update_device_up")))
+
+
+@rule(37)
+def _save_port_state(q: Query):
+    """neutron-server's first SQL UPDATE or INSERT while processing step 36's message;
+    without it, its first UPDATE of ports."""
+    write = any_of(sql("UPDATE"), sql("INSERT"))
+    for consumer in q.consumers_of(q.step(36), "Neutron-server"):
+        span = q.first("Neutron-server", write, under=consumer)
+        if span is not None:
+            return Found(span)
+    return _found(q.first("Neutron-server", sql("UPDATE", "ports")))
+
+
+@rule(38)
+def _network_info_to_nova(q: Query):
+    """nova-api's SERVER span for POST os-server-external-events called by neutron-server."""
+    events = http_server("POST", r"/os-server-external-events$")
+    return _found(q.request("Neutron-server", "Nova.api", server=events), drawn=_DRAWN[38])
+
+
+@rule(39)
+def _get_volume(q: Query):
+    """cinder-api's first SERVER span for GET or POST .../volumes... called by nova-compute."""
+    volume = any_of(http_server("GET", r"/volumes"), http_server("POST", r"/volumes$"))
+    return _found(q.request("Nova-compute", "Cinder.api", server=volume, under=q.step(13))
+                  or q.request("Nova-compute", "Cinder.api", server=volume))
+
+
+@rule(40)
+def _validate_token(q: Query):
+    """keystone's SERVER span for GET /v3/auth/tokens called by cinder-api (below step 39
+    when there is one)."""
+    return _found(q.request("Cinder.api", "Keystone", server=_VALIDATE, under=q.step(39))
+                  or q.request("Cinder.api", "Keystone", server=_VALIDATE))
+
+
+def _libvirt_calls(q: Query, methods=()):
+    wanted = set(methods)
+    found = q.spans("Nova-compute", client_to("libvirt", rpc_system="libvirt"),
+                    under=q.step(13)) or \
+        q.spans("Nova-compute", client_to("libvirt", rpc_system="libvirt"))
+    return [s for s in found if not wanted or s.get("rpc.method") in wanted]
+
+
+@rule(43)
+def _start_vm(q: Query):
+    """nova-compute's libvirt CLIENT span createWithFlags (or create), the first."""
+    calls = _libvirt_calls(q, ("createWithFlags", "create"))
+    return _found(calls[0] if calls else None)
+
+
+_VIF = re.compile(r"(?i)vif|interface|port")
+_VOLUME = re.compile(r"(?i)volume|block_device")
+
+
+def _under_name(q: Query, span, pattern) -> bool:
+    return any(pattern.search(a.name) for a in q.trace.ancestors(span)
+               if a.service == span.service)
+
+
+@rule(44)
+def _update_port(q: Query):
+    """nova-compute's libvirt CLIENT span updateDeviceFlags, or a libvirt call below a span
+    about VIFs, interfaces or ports (provisional: no such call today)."""
+    calls = [s for s in _libvirt_calls(q)
+             if s.get("rpc.method") == "updateDeviceFlags" or _under_name(q, s, _VIF)]
+    return _found(calls[0] if calls else None)
+
+
+@rule(45)
+def _last_conductor_call(q: Query):
+    """nova-compute's last PRODUCER span of an rpc call to the conductor (not step 14's)."""
+    calls = _conductor_calls(q)
+    return _found(calls[-1] if len(calls) > 1 else None)
+
+
+@rule(46)
+def _conductor_takes_last_call(q: Query):
+    """nova-conductor's CONSUMER process span of step 45's message."""
+    return _found(next(iter(q.consumers_of(q.step(45), "Nova-conductor")), None))
+
+
+@rule(47)
+def _conductor_replies_last(q: Query):
+    """nova-conductor's PRODUCER span of the reply, below step 46."""
+    return _found(q.first("Nova-conductor", send("reply"), under=q.step(46)))
+
+
+def _defines_volumes(q: Query, span) -> bool:
+    """A defineXML whose domain has volumes (``nova.volume.ids`` on a caller span)."""
+    return span.get("rpc.method") == "defineXML" and any(
+        a.get("nova.volume.ids") for a in q.trace.ancestors(span) if a.service == span.service)
+
+
+@rule(48)
+def _pass_volume(q: Query):
+    """nova-compute's libvirt defineXML of a guest with volumes (they reach libvirt as disks
+    of the domain XML), else a libvirt call attaching a device below a volume span, or
+    attachDeviceFlags not below a VIF span."""
+    calls = [s for s in _libvirt_calls(q)
+             if _defines_volumes(q, s) or _under_name(q, s, _VOLUME) or
+             (str(s.get("rpc.method", "")).startswith("attachDevice")
+              and not _under_name(q, s, _VIF))]
+    return _found(calls[0] if calls else None)
+
+
+def _ceph_below_libvirt(q: Query, lifeline: str, client) -> Found | None:
+    spans = [s for s in q.spans(lifeline, _any_server) if q.under_libvirt(s)] or \
+        [s for s in q.spans(None, client) if q.under_libvirt(s)]
+    return _found(spans[0] if spans else None)
+
+
+@rule(49)
+def _libvirt_cluster_map(q: Query):
+    """A ceph-mon SERVER span (else a CLIENT span to ceph-mon) with a libvirt call among its
+    ancestors."""
+    return _ceph_below_libvirt(q, "Ceph_mon", _MON_CLIENT)
+
+
+@rule(51)
+def _mount_volume(q: Query):
+    """A ceph-osd SERVER span (else a CLIENT span to ceph-osd) with a libvirt call among its
+    ancestors."""
+    return _ceph_below_libvirt(q, "Ceph_osd", _OSD_CLIENT)
+
+
+@rule(52)
+def _guest_asks_metadata(q: Query):
+    """neutron-metadata-proxy's SERVER span called by the guest (cloud-init), else the guest's
+    CLIENT span to 169.254.169.254."""
+    return _found(q.request("VM-instance", "Neutron_metadata_proxy", server=http_server(),
+                            client=http_client(r"//169\.254\.169\.254[:/]")))
+
+
+@rule(53)
+def _proxy_forwards(q: Query):
+    """nova-api-metadata's SERVER span called by neutron-metadata-proxy (below step 52)."""
+    return _found(q.request("Neutron_metadata_proxy", "Nova-api-metadata", server=http_server(),
+                            under=q.step(52))
+                  or q.request("Neutron_metadata_proxy", "Nova-api-metadata",
+                               server=http_server()))
+
+
+@rule(55)
+def _poll(q: Query):
+    """nova-api's SERVER span for the client's last GET /v2.1/servers/<id>."""
+    return _found(q.request("Client", "Nova.api", server=_SHOW_SERVER, last=True))
+
+
+@rule(56)
+def _read_state(q: Query):
+    """nova-api's first SQL SELECT from instances below step 55."""
+    return _found(q.first("Nova.api", sql("SELECT", "instances"), under=q.step(55)))
+
+
+def _steps():
+    steps = []
+    for number, request, text, kind, returns in _TABLE:
+        source, target = (_ALIASES.get(p.strip(), p.strip()) for p in request.split("->"))
+        func = RULES.get(number)
+        steps.append(Step(number, source, target, request, text, kind, returns,
+                          drawn=_DRAWN.get(number), notes=(NOTES[number],) if number in NOTES
+                          else (), rule_doc=" ".join((func.__doc__ or "").split()) if func else
+                          f"the end of step {returns}'s span"))
+    return tuple(steps)
+
+
+FLOW = Flow(
+    name="classic",
+    title="Request flow when launching an instance (classic, 58 steps)",
+    lifelines=LIFELINES,
+    steps=_steps(),
+    rules=RULES,
+    interleave=INTERLEAVE,
+    notes=GLOBAL_NOTES,
+    source="shared/seeds/004: 'Request flow when launching an Instance' (2017)",
+)

@@ -1,0 +1,102 @@
+"""What a flow is: lifelines, numbered steps, a rule per step, and notes.
+
+A ``Flow`` is data. Each ``Step`` keeps the table's own words (``request``
+and ``text``) next to the lifelines they name, whether the arrow is a call
+(``sync``), a message (``async``) or an answer (``return``), and the notes a
+learner should read where the table and a real cloud differ. ``Flow.rules``
+maps a step number to a function that finds the span standing for that step;
+see ``novalab.diagrams.flows.rules``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from novalab.diagrams.flows.rules import Found, Query
+
+SYNC, ASYNC, RETURN = "sync", "async", "return"
+
+
+@dataclass(frozen=True)
+class Lifeline:
+    """A participant of the diagram and how spans are attributed to it.
+
+    ``services`` are the ``service.name`` values whose spans belong to it; an
+    infrastructure lifeline (the database, the broker, libvirt) has none and
+    is reached through ``how``: the CLIENT/PRODUCER spans that point at it.
+    """
+
+    name: str
+    kind: str  # "actor", "service" or "infra"
+    services: tuple[str, ...] = ()
+    how: str = ""
+
+
+@dataclass(frozen=True)
+class Step:
+    number: int
+    source: str  # lifeline names, as in Flow.lifelines
+    target: str
+    request: str  # the table's "Request" column, spelled as the table spells it
+    text: str  # the table's "Description" column
+    kind: str  # SYNC, ASYNC or RETURN
+    returns: int | None = None  # for RETURN steps: the step being answered
+    drawn: tuple[str, str] | None = None  # (source, target) the trace really shows
+    notes: tuple[str, ...] = ()
+    rule_doc: str = ""
+
+
+Rule = Callable[["Query"], "Found | None"]
+
+
+@dataclass(frozen=True)
+class Interleave:
+    """Steps ``later`` may causally come before steps ``earlier``, for ``reason``."""
+
+    later: tuple[int, ...]
+    earlier: tuple[int, ...]
+    reason: str
+
+    def allows(self, later: int, earlier: int) -> bool:
+        return later in self.later and earlier in self.earlier
+
+
+@dataclass(frozen=True)
+class Flow:
+    name: str
+    title: str
+    lifelines: tuple[Lifeline, ...]
+    steps: tuple[Step, ...]
+    rules: Mapping[int, Rule]
+    interleave: tuple[Interleave, ...] = ()
+    notes: tuple[str, ...] = ()
+    source: str = ""
+    _lifeline_by_service: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        names = [line.name for line in self.lifelines]
+        assert len(set(names)) == len(names), "lifeline names must be unique"
+        for step in self.steps:
+            for name in (step.source, step.target, *(step.drawn or ())):
+                assert name in names, f"step {step.number}: unknown lifeline {name!r}"
+            assert step.number in self.rules or step.kind == RETURN, \
+                f"step {step.number} has no rule"
+        for line in self.lifelines:
+            for service in line.services:
+                self._lifeline_by_service[service] = line.name
+
+    def step(self, number: int) -> Step:
+        return self.steps[number - 1]
+
+    def lifeline_of_service(self, service: str) -> str | None:
+        return self._lifeline_by_service.get(service)
+
+    def may_precede(self, later: int, earlier: int) -> str | None:
+        """The reason step ``later`` may come before step ``earlier``, if documented."""
+        for item in self.interleave:
+            if item.allows(later, earlier):
+                return item.reason
+        return None

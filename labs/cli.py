@@ -1,0 +1,245 @@
+"""The ``novalab`` command: boot a server and keep its trace, or run a cloud to explore.
+
+    novalab boot                 one traced boot on an embedded cloud, trace and pictures
+    novalab serve                the embedded cloud on the standard ports, for the openstack CLI
+    novalab flow check TRACE     project a trace onto the classic 58-step flow
+    novalab diagram TRACE        sequence diagrams and call graphs
+    novalab export jaeger TRACE  a file Jaeger's UI can open
+    novalab up / status / down   every service as its own process (RabbitMQ, a SQL server)
+    novalab trace collect        merge the per-process trace files of `up` into one trace
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from novalab.diagrams.cli import register as register_diagrams
+from novalab.reference.deploy.commands import register as register_deploy
+
+console = Console(stderr=True, highlight=False)
+
+TRANSPORT_HELP = ("RPC transport: 'memory://' (in-process, default) or a RabbitMQ URL such as "
+                  "amqp://guest:guest@127.0.0.1:5672/")
+DB_HELP = ("SQLAlchemy database URL, e.g. postgresql+psycopg://user@127.0.0.1/nova or "
+           "mysql+pymysql://root@127.0.0.1/nova (default: a SQLite file in the state dir)")
+
+
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _cloud_config(state_dir, db, transport, computes, libvirt_uri, **extra):
+    from novalab.reference.deploy.wiring import CloudConfig
+
+    return CloudConfig(state_dir=Path(state_dir) if state_dir else None, db_url=db,
+                       transport_url=transport, computes=computes, libvirt_uri=libvirt_uri,
+                       **extra)
+
+
+def _start(config, telemetry):
+    """Start the cloud, turning connection problems into one clear message."""
+    from novalab.reference.deploy.embedded import EmbeddedCloud
+
+    try:
+        return EmbeddedCloud(config, telemetry).start()
+    except Exception as exc:  # a broker, database or hypervisor we cannot reach
+        console.print(f"[red]novalab: the cloud did not start:[/] {exc}")
+        raise SystemExit(2) from exc
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="novalab")
+def main():
+    """novalab: a compact, traced OpenStack that shows how POST /servers really flows."""
+
+
+@main.command()
+@click.option("--out", "out_dir", default="out/boot", show_default=True,
+              type=click.Path(file_okay=False), help="Directory for trace.json.")
+@click.option("--name", default="demo-server", show_default=True, help="Server name.")
+@click.option("--flavor", default="m1.nano", show_default=True, help="Flavor name or id.")
+@click.option("--image", default="cirros", show_default=True, help="Image name or id.")
+@click.option("--computes", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Number of nova-compute hosts.")
+@click.option("--transport", default=None, help=TRANSPORT_HELP)
+@click.option("--db", default=None, help=DB_HELP)
+@click.option("--libvirt-uri", default="test:///default", show_default=True,
+              help="Hypervisor URI for every compute host, e.g. qemu:///session.")
+@click.option("--state-dir", default=None, type=click.Path(file_okay=False),
+              help="Where the cloud keeps its database and instance files "
+                   "(default: a new temporary directory); with --cloud running, the state "
+                   "directory of `novalab up` (default .novalab-up).")
+@click.option("--timeout", default=60.0, show_default=True, help="Seconds to wait for ACTIVE.")
+@click.option("--volume-size", default=1, show_default=True, type=click.IntRange(1, 1024),
+              help="GB of the data volume Nova creates through Cinder.")
+@click.option("--no-volume", is_flag=True, help="Boot without a data volume.")
+@click.option("--no-network", is_flag=True,
+              help="Run the cloud without Neutron: no port, no DHCP, no metadata.")
+@click.option("--no-diagrams", is_flag=True, help="Write only trace.json.")
+@click.option("--cloud", type=click.Choice(["embedded", "running"]), default="embedded",
+              show_default=True,
+              help="'running': boot on the cloud `novalab up` started (its --state-dir), and "
+                   "collect the trace from its processes' files.")
+@click.option("-v", "--verbose", is_flag=True, help="Log what the services do.")
+def boot(out_dir, name, flavor, image, computes, transport, db, libvirt_uri, state_dir,
+         timeout, volume_size, no_volume, no_network, no_diagrams, cloud, verbose):
+    """Start an embedded cloud, boot one server, and write its trace.
+
+    Every service runs in this process but talks as separate services do: HTTP on
+    loopback, RPC through the broker, SQL to the database, libvirt at the leaf.
+    By default the server gets a port on the `private` network and a 1 GB data
+    volume, so every hop of the classic 58-step flow happens. Exits 0 only when
+    the server reaches ACTIVE. The trace is written to OUT/trace.json in OTLP
+    JSON, next to the flow check, sequence diagrams (SVG, HTML, Mermaid,
+    PlantUML), the call graph and a Jaeger file; set OTEL_EXPORTER_OTLP_ENDPOINT
+    to also send the spans to Jaeger or a Collector.
+    """
+    from novalab.reference.deploy.boot import BootRequest
+    from novalab.reference.deploy.boot import boot as run_boot
+    from novalab.tracing.otlp_json import write_trace_file
+    from novalab.tracing.setup import Telemetry
+
+    _configure_logging(verbose)
+    request = BootRequest(name=name, flavor=flavor, image=image, timeout=timeout,
+                          volume_size=None if no_volume else volume_size)
+    if cloud == "running":
+        _boot_running(state_dir, request, Path(out_dir), no_diagrams)
+        return
+    telemetry = Telemetry(memory=True)
+    config = _cloud_config(state_dir, db, transport, computes, libvirt_uri,
+                           network=not no_network)
+    with console.status("Starting the embedded cloud..."):
+        embedded = _start(config, telemetry)
+    console.print(f"cloud up: keystone {embedded.urls['keystone']}  nova "
+                  f"{embedded.urls['nova']}  glance {embedded.urls['glance']}  ({computes} "
+                  f"compute host(s), transport {config.transport_url.split('@')[-1]})")
+
+    try:
+        result = run_boot(embedded, request, on_change=_on_change)
+    except Exception as exc:
+        console.print(f"[red]novalab boot failed:[/] {exc}")
+        embedded.stop()
+        telemetry.shutdown()
+        raise SystemExit(1) from exc
+    path = write_trace_file(Path(out_dir) / "trace.json", result.spans)
+    embedded.stop()
+    telemetry.shutdown()
+    _summary(result, Counter(s.resource.attributes.get("service.name") for s in result.spans),
+             path)
+    _pictures(result.spans, path, no_diagrams)
+    sys.exit(0 if result.active else 1)
+
+
+def _on_change(server) -> None:
+    task = server.get("OS-EXT-STS:task_state") or "-"
+    console.print(f"  {server['status']:<7} vm_state={server['OS-EXT-STS:vm_state']:<9} "
+                  f"task_state={task}")
+
+
+def _pictures(trace, path: Path, skip: bool) -> None:
+    if skip:
+        return
+    from novalab.diagrams.outputs import write_all
+
+    with console.status("Drawing the flow..."):
+        written = write_all(trace, path.parent)
+    console.print("pictures:   " + "  ".join(str(p) for p in written))
+
+
+def _boot_running(state_dir, request, out_dir: Path, no_diagrams: bool) -> None:
+    """`novalab boot --cloud running`: the same boot against `novalab up`'s processes."""
+    from novalab.reference.deploy.running import NotRunning, boot_against_running
+    from novalab.reference.deploy.statedir import DEFAULT_STATE_DIR
+    from novalab.tracing import collect
+
+    try:
+        result = boot_against_running(state_dir or DEFAULT_STATE_DIR, request,
+                                      on_change=_on_change)
+    except NotRunning as exc:
+        console.print(f"[red]novalab boot:[/] {exc}")
+        raise SystemExit(2) from exc
+    path = collect.write(result.document, out_dir / "trace.json")
+    _summary(result, result.spans_by_service(), path)
+    _pictures(path, path, no_diagrams)
+    sys.exit(0 if result.active else 1)
+
+
+def _summary(result, by_service: Counter, path: Path) -> None:
+    server = result.server
+    table = Table(show_header=False, box=None)
+    status = server["status"]
+    table.add_row("server", f"{server['name']} ({server['id']})")
+    table.add_row("status", f"[{'green' if status == 'ACTIVE' else 'red'}]{status}[/]")
+    if server.get("fault"):
+        table.add_row("fault", server["fault"]["message"])
+    table.add_row("client time", f"{result.elapsed * 1000:.0f} ms (POST to ACTIVE seen)")
+    table.add_row("trace id", result.trace_id_hex)
+    table.add_row("spans", f"{sum(by_service.values())} from {len(by_service)} services: " +
+                  ", ".join(f"{k} {v}" for k, v in sorted(by_service.items())))
+    if result.dropped:
+        table.add_row("[red]dropped[/]", f"{result.dropped}")
+    table.add_row("trace file", str(path))
+    console.print(table)
+
+
+@main.command()
+@click.option("--computes", default=1, show_default=True, type=click.IntRange(1, 64))
+@click.option("--transport", default=None, help=TRANSPORT_HELP)
+@click.option("--db", default=None, help=DB_HELP)
+@click.option("--libvirt-uri", default="test:///default", show_default=True)
+@click.option("--state-dir", default=".novalab", show_default=True,
+              type=click.Path(file_okay=False), help="Database, instance files and traces.")
+@click.option("--host", "bind_host", default="127.0.0.1", show_default=True)
+@click.option("-v", "--verbose", is_flag=True)
+def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, verbose):
+    """Run the embedded cloud on the standard ports until interrupted.
+
+    keystone 5000, nova 8774, glance 9292. Spans go to STATE_DIR/traces.jsonl
+    (OTLP JSON lines) and, when OTEL_EXPORTER_OTLP_ENDPOINT is set, over OTLP.
+    """
+    from novalab.reference.deploy.wiring import STANDARD_PORTS
+    from novalab.tracing.setup import Telemetry
+
+    _configure_logging(verbose)
+    state = Path(state_dir)
+    telemetry = Telemetry(file_path=state / "traces.jsonl")
+    config = _cloud_config(state, db, transport, computes, libvirt_uri, bind_host=bind_host,
+                           ports=dict(STANDARD_PORTS))
+    cloud = _start(config, telemetry)
+    click.echo("# novalab cloud is up. For the openstack CLI:")
+    for key, value in {
+        "OS_AUTH_URL": cloud.identity_url, "OS_USERNAME": "demo",
+        "OS_PASSWORD": config.password, "OS_PROJECT_NAME": "demo",
+        "OS_USER_DOMAIN_ID": "default", "OS_PROJECT_DOMAIN_ID": "default",
+        "OS_IDENTITY_API_VERSION": "3", "OS_REGION_NAME": "RegionOne",
+    }.items():
+        click.echo(f"export {key}={value}")
+    click.echo(f"# traces: {state / 'traces.jsonl'}   (Ctrl-C to stop)")
+    # A plain flag: a signal handler must not take a lock the interrupted main
+    # thread may hold (Event.set inside Event.wait deadlocks).
+    stopping = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopping.append(True))
+    while not stopping:
+        time.sleep(0.2)
+    console.print("stopping...")
+    cloud.stop()
+    telemetry.shutdown()
+
+
+register_diagrams(main)
+register_deploy(main)
+
+if __name__ == "__main__":  # pragma: no cover
+    main(prog_name=os.path.basename(sys.argv[0]))

@@ -1,0 +1,281 @@
+"""The deployment commands of ``novalab``: up, down, status, service, db, queues, trace.
+
+``register(main)`` adds them to the ``novalab`` group. The module also runs on
+its own (``python -m novalab.reference.deploy.commands ...``): that is how
+``novalab up`` starts each service process.
+
+    novalab up [--computes N]     every service as its own process, RabbitMQ + SQL server
+    novalab status | down         what runs, and stopping it (SIGTERM, then SIGKILL)
+    novalab service NAME          one service in the foreground
+    novalab db sync               create or upgrade the schema (Alembic)
+    novalab queues                novalab's exchanges and queues in RabbitMQ
+    novalab trace collect         one trace from all the processes' files
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from novalab.reference.deploy.statedir import (
+    DEFAULT_DB,
+    DEFAULT_STATE_DIR,
+    DEFAULT_TRANSPORT,
+    ENV_DB,
+    ENV_TRANSPORT,
+)
+
+console = Console(stderr=True, highlight=False)
+
+STATE_DIR = click.option("--state-dir", default=DEFAULT_STATE_DIR, show_default=True,
+                         type=click.Path(file_okay=False),
+                         help="Logs, pid files, trace files and state.json of the deployment.")
+TRANSPORT = click.option("--transport", "transport_url", default=DEFAULT_TRANSPORT,
+                         show_default=True, envvar=ENV_TRANSPORT,
+                         help=f"RabbitMQ URL (env {ENV_TRANSPORT}).")
+DB = click.option("--db", "db_url", default=DEFAULT_DB, show_default=True, envvar=ENV_DB,
+                  help=f"SQLAlchemy URL of PostgreSQL, MariaDB (mysql+pymysql://root@127.0.0.1/"
+                       f"novalab) or SQLite (env {ENV_DB}).")
+
+
+def _fail(message: str, code: int = 2):
+    console.print(f"[red]novalab:[/] {message}")
+    raise SystemExit(code)
+
+
+def _echo(line: str) -> None:
+    console.print(line)
+
+
+def _status_table(rows) -> Table:
+    table = Table(title="novalab services", title_justify="left")
+    for column in ("service", "host", "pid", "state", "health", "log"):
+        table.add_column(column)
+    for row in rows:
+        state = "[green]up[/]" if row.running and row.health.ok else \
+            "[yellow]unhealthy[/]" if row.running else "[red]down[/]"
+        table.add_row(row.unit.name, row.unit.host or "-", str(row.pid or "-"), state,
+                      row.health.detail, f"logs/{row.log.name}")
+    return table
+
+
+def _print_env(record: dict, state_dir: Path) -> None:
+    click.echo("# novalab cloud is up. For the openstack CLI:")
+    for key, value in record["os_env"].items():
+        click.echo(f"export {key}={value}")
+    click.echo(f"# traces: {state_dir / 'traces'}/*.jsonl   "
+               f"(novalab trace collect --state-dir {state_dir} --latest -o trace.json)")
+
+
+@click.command()
+@click.option("--computes", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Number of compute hosts (compute-1..N), one nova-compute process each.")
+@TRANSPORT
+@DB
+@click.option("--otlp", default=None, metavar="URL",
+              help="OTLP endpoint for every process (sets OTEL_EXPORTER_OTLP_ENDPOINT), "
+                   "e.g. http://127.0.0.1:4318 for Jaeger.")
+@STATE_DIR
+@click.option("--timeout", default=60.0, show_default=True,
+              help="Seconds each service may take to become healthy.")
+def up(computes, transport_url, db_url, otlp, state_dir, timeout):
+    """Start every service as its own process, on the standard loopback ports.
+
+    Checks RabbitMQ and the database first (creating the database if it is
+    missing), brings the schema to the latest revision, then starts the
+    services in order, each once the one before is healthy. Already running
+    services are left alone, so `up` also restarts whatever has died.
+    """
+    from novalab.reference.deploy import preflight, processes
+
+    options = processes.UpOptions(computes=computes, transport_url=transport_url,
+                                  db_url=db_url, otlp=otlp, state_dir=state_dir,
+                                  timeout=timeout)
+    try:
+        record = processes.up(options, echo=_echo)
+    except preflight.PreflightError as exc:
+        _fail(f"cannot start: {exc}")
+    except processes.DeployError as exc:
+        _fail(f"up failed: {exc}")
+    console.print(_status_table(processes.status(state_dir)))
+    _print_env(record, Path(record["state_dir"]))
+
+
+@click.command()
+@STATE_DIR
+def status(state_dir):
+    """Show each service's process and health (exit 1 if any is down or unhealthy)."""
+    from novalab.reference.deploy import processes
+
+    rows = processes.status(state_dir)
+    if not rows:
+        _fail(f"no deployment in {state_dir} (start one with `novalab up`)", 1)
+    console.print(_status_table(rows))
+    record = processes.StateDir(state_dir).load()
+    if record.get("os_env") and any(r.running for r in rows):
+        _print_env(record, Path(record["state_dir"]))
+    sys.exit(0 if all(r.running and r.health.ok for r in rows) else 1)
+
+
+@click.command()
+@STATE_DIR
+@click.option("--grace", default=10.0, show_default=True,
+              help="Seconds between SIGTERM and SIGKILL.")
+def down(state_dir, grace):
+    """Stop every service (last started first) and check that none is left."""
+    from novalab.reference.deploy import processes
+
+    left = processes.down(state_dir, grace=grace, echo=_echo)
+    if left:
+        _fail(f"still running: {', '.join(left)}", 1)
+    console.print("all novalab services stopped")
+
+
+@click.command()
+@click.argument("name")
+@click.option("--host", default=None, help="Host name: required for per-host services "
+                                           "(nova-compute: compute-1, compute-2, ...).")
+@TRANSPORT
+@DB
+@STATE_DIR
+def service(name, host, transport_url, db_url, state_dir):
+    """Run one service in the foreground until SIGTERM or Ctrl-C.
+
+    NAME is one of the registry's services (novalab.reference.deploy.services.
+    BUILDERS). The schema must be current (`novalab db sync`). Spans go to
+    STATE_DIR/traces/NAME[-HOST].jsonl and, when OTEL_EXPORTER_OTLP_ENDPOINT is
+    set, over OTLP.
+    """
+    from novalab.reference.deploy import migrations, processes
+
+    logging.basicConfig(level=logging.INFO,
+                        format=f"%(asctime)s %(levelname)s {name}{'@' + host if host else ''} "
+                               "%(name)s: %(message)s")
+    try:
+        if migrations.current(db_url) != migrations.head():
+            _fail(f"the database schema is not current: run `novalab db sync --db ...` "
+                  f"(at {migrations.current(db_url)}, latest {migrations.head()})")
+        processes.run_service(name, host, transport_url=transport_url, db_url=db_url,
+                              state_dir=state_dir)
+    except processes.DeployError as exc:
+        _fail(str(exc))
+
+
+@click.group()
+def db():
+    """The database schema (Alembic revisions in reference/deploy/migrations)."""
+
+
+@db.command("sync")
+@DB
+def db_sync(db_url):
+    """Create the database if missing and upgrade its schema to the latest revision."""
+    from novalab.reference.common.db import mask_password
+    from novalab.reference.deploy import migrations, preflight
+
+    try:
+        created = preflight.ensure_database(db_url)
+    except preflight.PreflightError as exc:
+        _fail(str(exc))
+    if created:
+        click.echo(f"created database {created!r}")
+    before, after = migrations.upgrade(db_url)
+    where = mask_password(db_url)
+    if before == after:
+        click.echo(f"{where}: already at {after}")
+    else:
+        click.echo(f"{where}: upgraded {before or 'empty'} -> {after}")
+
+
+@click.command()
+@TRANSPORT
+@click.option("--api", default="http://127.0.0.1:15672", show_default=True,
+              help="RabbitMQ management API, tried before rabbitmqctl.")
+@click.option("--all", "everything", is_flag=True, help="Every queue, not only novalab's.")
+def queues(transport_url, api, everything):
+    """List novalab's exchanges and queues with message and consumer counts."""
+    from novalab.reference.deploy.queues import QueuesUnavailable, list_queues
+
+    try:
+        listing = list_queues(transport_url, api_url=api, everything=everything)
+    except QueuesUnavailable as exc:
+        _fail(str(exc))
+    exchanges = Table(title=f"exchanges (from {listing.source})", title_justify="left")
+    for column in ("exchange", "type", "durable"):
+        exchanges.add_column(column)
+    for row in listing.exchanges:
+        exchanges.add_row(row["name"] or "(default)", row["type"], str(row["durable"]))
+    table = Table(title="queues", title_justify="left")
+    for column in ("queue", "messages", "consumers", "durable"):
+        table.add_column(column)
+    for row in listing.queues:
+        table.add_row(row["name"], str(row["messages"]), str(row["consumers"]),
+                      str(row["durable"]))
+    out = Console(highlight=False)
+    out.print(exchanges)
+    out.print(table)
+
+
+@click.group()
+def trace():
+    """Traces of a running deployment."""
+
+
+@trace.command("collect")
+@STATE_DIR
+@click.option("--trace-id", default=None, help="The trace id (32 hex digits).")
+@click.option("--server", "server_id", default=None,
+              help="A server's id: its boot as one trace, stitched if the client was "
+                   "not traced (the openstack CLI).")
+@click.option("--latest", is_flag=True, help="The latest trace a request started.")
+@click.option("-o", "--output", default="trace.json", show_default=True,
+              type=click.Path(dir_okay=False))
+@click.option("--timeout", default=10.0, show_default=True,
+              help="Seconds to wait for the trace to be complete.")
+def trace_collect(state_dir, trace_id, server_id, latest, output, timeout):
+    """Merge the per-process trace files into one OTLP JSON document."""
+    from novalab.tracing import collect
+
+    if sum(bool(x) for x in (trace_id, server_id, latest)) != 1:
+        _fail("choose exactly one of --trace-id, --server and --latest")
+    directory = Path(state_dir) / "traces"
+    if not collect.trace_files(directory):
+        _fail(f"no trace files in {directory}")
+    try:
+        document = collect.collect(directory, trace_id=trace_id, latest=latest,
+                                   server_id=server_id, timeout=timeout)
+    except LookupError as exc:
+        _fail(str(exc), 1)
+    path = collect.write(document, output)
+    info = collect.summary(document)
+    console.print(f"trace {', '.join(sorted(info['trace_ids']))}: {info['spans']} spans from "
+                  f"{len(info['pids'])} processes ("
+                  + ", ".join(f"{k} {v}" for k, v in sorted(info["services"].items()))
+                  + f") -> {path}")
+
+
+COMMANDS = (up, down, status, service, db, queues, trace)
+
+
+def register(group: click.Group) -> click.Group:
+    """Add the deployment commands to ``group`` (the ``novalab`` command)."""
+    for command in COMMANDS:
+        group.add_command(command)
+    return group
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli():
+    """novalab's deployment commands (also available as `novalab <command>`)."""
+
+
+register(cli)
+
+if __name__ == "__main__":  # how `novalab up` starts each service process
+    cli(prog_name=os.path.basename(sys.argv[0]))

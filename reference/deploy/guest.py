@@ -1,0 +1,83 @@
+"""A stand-in for the guest's first boot, on hypervisors that run no guest at all.
+
+On KVM the guest's operating system boots and cloud-init asks the metadata
+service (``http://169.254.169.254``) who it is. libvirt's test hypervisor runs
+nothing, so when a guest reaches RUNNING the embedded cloud starts this
+stand-in in a thread of its own: it asks through neutron-metadata-proxy as
+the guest at its fixed IP would, traced as the ``cloud-init`` service on the
+guest's own host name.
+
+A real guest sends no trace context. The stand-in's span is parented on the
+compute host's ``spawn`` (and linked to it), because that start is what caused
+the request: it keeps one boot in one trace, and says so with
+``novalab.stand_in``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
+from novalab.reference.deploy.wiring import Wiring
+from novalab.reference.neutron.guest_agent import fetch_metadata
+
+LOG = logging.getLogger(__name__)
+
+
+class GuestBoots:
+    """Runs cloud-init for each guest that starts; ``wait()`` for all of them."""
+
+    def __init__(self, w: Wiring):
+        self.w = w
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self.results: dict[str, dict] = {}
+
+    def __call__(self, instance: dict, network_info: list) -> None:
+        vifs = [v for v in network_info or [] if _fixed_ip(v)]
+        if not vifs or "metadata-proxy" not in self.w.urls:
+            return
+        parent = otel_context.get_current()
+        link = trace.Link(trace.get_current_span().get_span_context())
+        thread = threading.Thread(target=self._boot, args=(instance, vifs[0], parent, link),
+                                  name=f"guest-{instance['uuid'][:8]}", daemon=True)
+        with self._lock:
+            self._threads.append(thread)
+        thread.start()
+
+    def _boot(self, instance, vif, parent, link) -> None:
+        hostname = instance.get("display_name") or instance["uuid"]
+        tracer = self.w.tracer("cloud-init", hostname)
+        token = otel_context.attach(parent)
+        try:
+            with tracer.start_as_current_span(
+                    "cloud-init init", links=[link],
+                    attributes={"novalab.stand_in": "guest first boot (libvirt test hypervisor)",
+                                "nova.instance.uuid": instance["uuid"]}):
+                with self.w.http("cloud-init", hostname) as http:
+                    self.results[instance["uuid"]] = fetch_metadata(
+                        self.w.urls["metadata-proxy"], _fixed_ip(vif), vif["network"]["id"],
+                        http, tracer=tracer)
+        except Exception:
+            LOG.exception("cloud-init of %s could not read its metadata", instance["uuid"])
+        finally:
+            otel_context.detach(token)
+
+    def wait(self, timeout: float = 30.0) -> bool:
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(timeout)
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()]
+            return not self._threads
+
+
+def _fixed_ip(vif: dict) -> str | None:
+    for subnet in (vif.get("network") or {}).get("subnets", []):
+        for ip in subnet.get("ips", []):
+            return ip["address"]
+    return None

@@ -1,0 +1,495 @@
+"""One OS process per service: ``novalab service`` runs one, ``novalab up`` runs them all.
+
+This is the deployment DevStack makes, in small: every service of
+``services.BUILDERS`` is its own process (``python -m
+novalab.reference.deploy.commands service NAME``), with its own tracer
+provider and trace file, and the processes meet only where OpenStack services
+meet: HTTP on the standard loopback ports, RabbitMQ and one SQL server. A
+service is built by the very builder the embedded cloud calls, so both
+deployments run the same code.
+
+What ``up`` derives from the registry, so services added later need no change
+here: the start order (``BUILDERS`` order, each started once the one before is
+healthy); which services run once per compute host (a builder whose ``host``
+parameter has no default: ``nova-compute`` on compute-1..N); which ports and RPC
+topics each one serves (recorded by the service in its ready file); the
+catalog (``services.register_endpoints`` with the URLs actually served, once
+everything is healthy, so keystone never advertises an endpoint nobody serves).
+
+Left out: restart policies (a crashed service stays down until the next ``up``,
+which starts what is not running), log rotation, and running as separate users.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from novalab.reference.deploy import health, migrations, preflight, services
+from novalab.reference.deploy.statedir import (  # noqa: F401 (re-exported)
+    DEFAULT_DB,
+    DEFAULT_TRANSPORT,
+    ENV_DB,
+    ENV_TRANSPORT,
+    StateDir,
+    Unit,
+    read_json,
+    write_json,
+)
+from novalab.reference.deploy.wiring import STANDARD_PORTS, CloudConfig, Wiring
+
+LOG = logging.getLogger(__name__)
+
+SERVICE_MODULE = "novalab.reference.deploy.commands"
+START_TIMEOUT = 60.0
+STOP_GRACE = 10.0
+
+
+class DeployError(Exception):
+    """A deployment step failed; the message says which and what the log said."""
+
+
+# The plan ------------------------------------------------------------------------------
+
+
+def per_host(name: str) -> bool:
+    """A service that runs once per compute host: its builder *requires* a host."""
+    parameter = inspect.signature(services.BUILDERS[name]).parameters.get("host")
+    return parameter is not None and parameter.default is inspect.Parameter.empty
+
+
+def compute_hosts(computes: int) -> list[str]:
+    return [f"compute-{index}" for index in range(1, computes + 1)]
+
+
+def plan(computes: int) -> list[Unit]:
+    """Every process of a whole cloud, in start order."""
+    units = []
+    for name in services.BUILDERS:
+        if per_host(name):
+            units.extend(Unit(name, host) for host in compute_hosts(computes))
+        else:
+            units.append(Unit(name))
+    return units
+
+
+def running_urls(state: StateDir) -> dict[str, str]:
+    """The URLs served by the live services of this deployment, from their ready files.
+
+    Builders read ``w.urls`` both to reach a service and to learn whether it is
+    deployed at all (glance stores images in rgw only ``if "ceph-rgw" in
+    w.urls``). In the embedded cloud a builder sees the URLs of the services
+    built before it; started in registry order, each process sees the same.
+    """
+    urls: dict[str, str] = {}
+    for path in sorted((state.root / "run").glob("*.ready")):
+        ready = read_json(path) or {}
+        if health.alive(ready.get("pid")):
+            urls.update(ready.get("urls", {}))
+    return urls
+
+
+# One service in the foreground -----------------------------------------------------------
+
+
+class _RecordingWiring(Wiring):
+    """A Wiring that remembers what its one service serves, for the ready file."""
+
+    def __init__(self, config, telemetry):
+        super().__init__(config, telemetry)
+        self.served: dict[str, str] = {}
+        self.topics: list[str] = []
+
+    def serve(self, app, service, port_key):
+        url = super().serve(app, service, port_key)
+        self.served[port_key] = url
+        return url
+
+    def rpc_server(self, topic, server, endpoints, tracer):
+        rpc_server = super().rpc_server(topic, server, endpoints, tracer)
+        self.topics.append(f"{topic}.{server}")
+        return rpc_server
+
+
+def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
+                state_dir: str | os.PathLike, stop: threading.Event | None = None,
+                on_ready: Callable[[dict], None] | None = None) -> None:
+    """Build service ``name`` and serve until ``stop`` is set (or SIGTERM/SIGINT).
+
+    The service listens on its standard port and finds the others through
+    :func:`running_urls`, learning those started after it as they come up. Spans
+    go to ``traces/<unit>.jsonl`` in the state directory, and over OTLP when
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set.
+    """
+    from novalab.tracing.setup import Telemetry
+
+    if name not in services.BUILDERS:
+        raise DeployError(f"no service {name!r}; known: {', '.join(services.BUILDERS)}")
+    builder = services.BUILDERS[name]
+    if per_host(name) and not host:
+        raise DeployError(f"{name} runs once per compute host: give --host (e.g. compute-1)")
+    if host and "host" not in inspect.signature(builder).parameters:
+        raise DeployError(f"{name} takes no --host")
+    state = StateDir(state_dir).make()
+    unit = Unit(name, host)
+    stop = stop or _stop_on_signals()
+    telemetry = Telemetry(file_path=state.trace_file(unit.id), otlp=True)
+    config = CloudConfig(state_dir=state.root, db_url=db_url, transport_url=transport_url,
+                         ports=dict(STANDARD_PORTS))
+    wiring = _RecordingWiring(config, telemetry)
+    wiring.urls.update(running_urls(state))
+    threading.Thread(target=_learn_urls, args=(wiring.urls, state, stop), daemon=True,
+                     name="learn-urls").start()
+    try:
+        before = dict(wiring.urls)
+        builder(wiring, host) if host else builder(wiring)
+        # What it published for the others (ceph-mon's msgr address is no HTTP URL)
+        # and what it serves over HTTP (probed for a version document).
+        published = {k: v for k, v in wiring.urls.items() if before.get(k) != v}
+        ready = {"pid": os.getpid(), "unit": unit.id, "name": name, "host": host,
+                 "controller": services.CONTROLLER, "urls": published,
+                 "http": wiring.served, "topics": wiring.topics, "started_at": _now()}
+        write_json(state.ready_file(unit), ready)
+        LOG.info("%s ready: %s", unit.id, ready)
+        if on_ready:
+            on_ready(ready)
+        stop.wait()
+        LOG.info("%s stopping", unit.id)
+    finally:
+        state.ready_file(unit).unlink(missing_ok=True)
+        wiring.close()
+        telemetry.shutdown()
+
+
+def _learn_urls(urls: dict[str, str], state: StateDir, stop: threading.Event) -> None:
+    """Add the URLs of services that come up later, as the embedded cloud's shared
+    ``w.urls`` gains them: neutron-server, started before nova-api, finds nova's URL
+    when it needs to send ``network-vif-plugged``. Never overwrites a known key."""
+    while not stop.wait(0.2):
+        try:
+            for key, url in running_urls(state).items():
+                urls.setdefault(key, url)
+        except OSError:  # the state directory is being removed: we are stopping anyway
+            pass
+
+
+def _stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            # Not stop.set() itself: the handler runs in the main thread, which may
+            # hold the event's lock inside stop.wait(); setting it from a new thread
+            # cannot deadlock.
+            signal.signal(signum, lambda *_: threading.Thread(target=stop.set).start())
+    return stop
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+# The whole cloud -------------------------------------------------------------------------
+
+
+@dataclass
+class UpOptions:
+    computes: int = 1
+    transport_url: str = DEFAULT_TRANSPORT
+    db_url: str = DEFAULT_DB
+    otlp: str | None = None
+    state_dir: str | os.PathLike = ".novalab-up"
+    timeout: float = START_TIMEOUT
+
+
+@dataclass
+class UnitStatus:
+    unit: Unit
+    pid: int | None
+    running: bool
+    health: health.Health
+    log: Path
+    urls: dict = field(default_factory=dict)
+
+
+def os_environment(state: dict) -> dict[str, str]:
+    """The ``OS_*`` variables for the ``openstack`` CLI (DevStack's ``openrc demo demo``)."""
+    return {"OS_AUTH_URL": f"{state['urls']['keystone']}/v3", "OS_USERNAME": "demo",
+            "OS_PASSWORD": state["password"], "OS_PROJECT_NAME": "demo",
+            "OS_USER_DOMAIN_ID": "default", "OS_PROJECT_DOMAIN_ID": "default",
+            "OS_IDENTITY_API_VERSION": "3", "OS_REGION_NAME": "RegionOne"}
+
+
+def unit_health(unit: Unit, ready: dict | None, heartbeats: health.Heartbeats) -> health.Health:
+    """What the service shows: its ready file, API version documents, heartbeat."""
+    if ready is None:
+        return health.Health(False, "not ready")
+    checks = [health.http_version_doc(url) for url in ready.get("http", {}).values()]
+    beat = heartbeats.check(unit.name, unit.host or ready.get("controller", ""))
+    if beat is not None:
+        checks.append(beat)
+    if not checks:
+        topics = ", ".join(ready.get("topics", [])) or "no RPC topic"
+        return health.Health(True, f"ready, consuming {topics}")
+    return health.Health(all(c.ok for c in checks), "; ".join(c.detail for c in checks))
+
+
+def _spawn(unit: Unit, state: StateDir, options: UpOptions) -> subprocess.Popen:
+    command = [sys.executable, "-m", SERVICE_MODULE, "service", unit.name,
+               "--state-dir", str(state.root)]
+    if unit.host:
+        command += ["--host", unit.host]
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **{ENV_TRANSPORT: options.transport_url,
+                                                    ENV_DB: options.db_url})
+    if options.otlp:
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = options.otlp
+    state.ready_file(unit).unlink(missing_ok=True)
+    with open(state.log(unit), "a") as log:
+        log.write(f"--- {_now()} novalab up starts {unit.id}\n")
+        log.flush()
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    state.pid_file(unit).write_text(f"{process.pid}\n")
+    return process
+
+
+def _log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return "(no log)"
+    return "\n".join("    " + line for line in text[-lines:])
+
+
+def _wait_healthy(unit: Unit, process: subprocess.Popen, state: StateDir,
+                  heartbeats: health.Heartbeats, timeout: float) -> health.Health:
+    deadline = time.monotonic() + timeout
+    last = health.Health(False, "starting")
+    while True:
+        code = process.poll()
+        if code is not None:
+            raise DeployError(f"{unit.id} exited with status {code} while starting; "
+                              f"{state.log(unit)} ends with:\n{_log_tail(state.log(unit))}")
+        ready = state.ready(unit)
+        if ready and ready.get("pid") == process.pid:
+            last = unit_health(unit, ready, heartbeats)
+            if last.ok:
+                return last
+        if time.monotonic() > deadline:
+            raise DeployError(f"{unit.id} not healthy after {timeout:.0f} s ({last.detail}); "
+                              f"{state.log(unit)} ends with:\n{_log_tail(state.log(unit))}")
+        time.sleep(0.1)
+
+
+def _running(state: StateDir, unit: Unit) -> int | None:
+    pid = state.pid(unit)
+    return pid if pid and health.alive(pid) and health.is_service_process(pid, unit.id) \
+        else None
+
+
+def up(options: UpOptions, echo: Callable[[str], None] = print) -> dict:
+    """Start every service not already running; return the state written to state.json."""
+    state = StateDir(options.state_dir).make()
+    units = plan(options.computes)
+    previous = state.load()
+    running = {u.id: pid for u in units if (pid := _running(state, u))}
+    if previous and any(_running(state, _unit(d)) for d in previous.get("units", [])):
+        if options.otlp is None:  # a restart exports where the running services do
+            options.otlp = previous.get("otlp")
+        mismatched = [key for key in ("transport_url", "db_url", "computes")
+                      if previous.get(key) != getattr(options, key)]
+        if mismatched:
+            raise DeployError(f"a deployment already runs in {state.root} with other "
+                              f"{', '.join(mismatched)}; run `novalab down` first")
+    preflight.check_broker(options.transport_url)
+    created = preflight.ensure_database(options.db_url)
+    if created:
+        echo(f"created database {created!r}")
+    before, after = migrations.upgrade(options.db_url)
+    echo(f"schema at {after}" + (f" (was {before})" if before != after else ""))
+    missing = migrations.unmigrated_tables(options.db_url)
+    if missing:
+        raise DeployError(f"no schema revision creates {', '.join(missing)}: a model was "
+                          "added without an Alembic revision (docs/deployment.md, 'The "
+                          "schema: Alembic')")
+    record = {"version": 1, "state_dir": str(state.root), "computes": options.computes,
+              "transport_url": options.transport_url, "db_url": options.db_url,
+              "otlp": options.otlp, "password": CloudConfig().password,
+              "started_at": _now(), "units": [u.to_dict() for u in units] + [
+                  d for d in (previous or {}).get("units", [])
+                  if _unit(d) not in units],  # so `down` still stops a host dropped since
+              "urls": (previous or {}).get("urls", {})}
+    state.save(record)  # first, so `down` finds whatever gets started
+    started: list[Unit] = []
+    heartbeats = health.Heartbeats(options.db_url)
+    try:
+        # One service after the other; the hosts of a per-host service start together.
+        for name in dict.fromkeys(u.name for u in units):
+            group = []
+            for unit in (u for u in units if u.name == name):
+                if unit.id in running:
+                    echo(f"{unit.id:<24} already running (pid {running[unit.id]})")
+                    continue
+                group.append((unit, _spawn(unit, state, options)))
+                started.append(unit)
+            for unit, process in group:
+                result = _wait_healthy(unit, process, state, heartbeats, options.timeout)
+                echo(f"{unit.id:<24} up (pid {process.pid}): {result.detail}")
+        served = {}
+        for unit in units:
+            served.update((state.ready(unit) or {}).get("urls", {}))
+        register_catalog(options.db_url, served)
+    except BaseException:
+        if started:
+            echo(f"stopping what this run started: {', '.join(u.id for u in started)}")
+            stop_units(state, list(reversed(started)), echo=echo)
+        raise
+    finally:
+        heartbeats.close()
+    record["urls"] = served
+    record["os_env"] = os_environment(record)
+    state.save(record)
+    _warn_shared_broker(state, units, options.transport_url, echo)
+    return record
+
+
+def _warn_shared_broker(state: StateDir, units: list[Unit], transport_url: str,
+                        echo: Callable[[str], None]) -> None:
+    from novalab.reference.deploy.queues import expected_consumers, foreign_consumers
+
+    topics = [t for unit in units for t in (state.ready(unit) or {}).get("topics", [])]
+    try:
+        shared = foreign_consumers(transport_url, expected_consumers(topics))
+    except Exception as exc:  # only a warning: never fail a healthy cloud over it
+        LOG.debug("could not count consumers: %s", exc)
+        return
+    if shared:
+        listed = ", ".join(f"{q} ({n} consumers, {ours} ours)" for q, (n, ours) in shared.items())
+        echo(f"warning: other consumers share this broker's queues: {listed}. Another cloud "
+             "uses the same vhost and will take some of this cloud's messages; give each "
+             "cloud its own vhost (amqp://.../VHOST, `rabbitmqctl add_vhost VHOST`).")
+
+
+def register_catalog(db_url: str, served: dict[str, str]) -> None:
+    """Register the APIs that answered in keystone's catalog (``keystone-manage bootstrap``
+    and ``openstack endpoint create`` in a real deployment), straight through the
+    keystone core on the database, as those tools do."""
+    from opentelemetry.trace import NoOpTracer
+
+    from novalab.reference.common.db import Database
+    from novalab.reference.keystone.core import Keystone
+
+    db = Database(db_url)
+    try:
+        services.register_endpoints(Keystone(db, NoOpTracer()), served)
+    finally:
+        db.dispose()
+
+
+def _unit(data: dict) -> Unit:
+    return Unit(data["name"], data.get("host"))
+
+
+def status(state_dir: str | os.PathLike) -> list[UnitStatus]:
+    state = StateDir(state_dir)
+    record = state.load()
+    if record is None:
+        return []
+    heartbeats = health.Heartbeats(record["db_url"])
+    rows = []
+    try:
+        for unit in map(_unit, record["units"]):
+            pid = state.pid(unit)
+            running = _running(state, unit) is not None
+            ready = state.ready(unit)
+            if not running:
+                result = health.Health(False, "stopped" if pid is None else "not running")
+            else:
+                try:
+                    result = unit_health(unit, ready if ready and ready.get("pid") == pid
+                                         else None, heartbeats)
+                except Exception as exc:  # the database itself may be the problem
+                    result = health.Health(False, f"cannot check: {type(exc).__name__}")
+            rows.append(UnitStatus(unit, pid, running, result, state.log(unit),
+                                   (ready or {}).get("urls", {})))
+    finally:
+        heartbeats.close()
+    return rows
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status if ``pid`` is our child (a zombie otherwise)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def _stop_pid(pid: int, grace: float) -> str:
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        _reap(pid)
+        if not health.alive(pid):
+            return "stopped"
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        _reap(pid)
+        if not health.alive(pid):
+            return f"killed (no exit within {grace:.0f} s of SIGTERM)"
+        time.sleep(0.05)
+    return "still running after SIGKILL"
+
+
+def stop_units(state: StateDir, units: list[Unit], grace: float = STOP_GRACE,
+               echo: Callable[[str], None] = print) -> list[str]:
+    """SIGTERM each unit in turn, SIGKILL after ``grace``; returns the ids still alive."""
+    left = []
+    for unit in units:
+        pid = state.pid(unit)
+        if pid is None:
+            continue
+        if health.alive(pid) and health.is_service_process(pid, unit.id):
+            outcome = _stop_pid(pid, grace)
+            echo(f"{unit.id:<24} {outcome} (pid {pid})")
+            if health.alive(pid):
+                left.append(unit.id)
+                continue
+        state.pid_file(unit).unlink(missing_ok=True)
+        state.ready_file(unit).unlink(missing_ok=True)
+    return left
+
+
+def down(state_dir: str | os.PathLike, grace: float = STOP_GRACE,
+         echo: Callable[[str], None] = print) -> list[str]:
+    """Stop every unit, last started first; then check no pid file names a live process."""
+    state = StateDir(state_dir)
+    record = state.load() or {}
+    units = [_unit(d) for d in record.get("units", [])]
+    left = stop_units(state, list(reversed(units)), grace, echo)
+    # The proof: no pid file left names a live novalab service.
+    for path in state.pid_files() if (state.root / "run").is_dir() else []:
+        unit_id = path.name.removesuffix(".pid")
+        try:
+            pid = int(path.read_text().strip())
+        except ValueError:
+            pid = 0
+        if health.alive(pid) and health.is_service_process(pid, unit_id):
+            left.append(unit_id)
+        else:
+            path.unlink(missing_ok=True)
+    if record:
+        record["stopped_at"] = _now()
+        state.save(record)
+    return sorted(set(left))

@@ -1,0 +1,78 @@
+"""What a fresh cloud starts with: users and projects, flavors, the cirros image.
+
+The flavors are Nova's and DevStack's defaults; the users mirror DevStack's
+``admin`` and ``demo`` plus one service user per API service, which
+the auth middleware uses to validate user tokens.
+"""
+
+from __future__ import annotations
+
+from novalab.reference.common.context import get_admin_context
+from novalab.reference.common.db import Database
+from novalab.reference.glance.core import ImageRepo
+from novalab.reference.keystone.core import Keystone
+from novalab.reference.nova.db import api as db_api
+
+DEFAULT_PASSWORD = "novalab"
+
+USERS = {
+    "admin": {"project": "admin", "roles": ["admin", "member", "reader"]},
+    "demo": {"project": "demo", "roles": ["member", "reader"]},
+    "nova": {"project": "service", "roles": ["service"]},
+    "glance": {"project": "service", "roles": ["service"]},
+    "neutron": {"project": "service", "roles": ["service"]},
+    "cinder": {"project": "service", "roles": ["service"]},
+    "swift": {"project": "service", "roles": ["service"]},  # ceph-rgw's keystone user
+}
+
+FLAVORS = [
+    {"flavorid": "42", "name": "m1.nano", "memory_mb": 64, "vcpus": 1, "root_gb": 1},
+    {"flavorid": "1", "name": "m1.tiny", "memory_mb": 512, "vcpus": 1, "root_gb": 1},
+    {"flavorid": "2", "name": "m1.small", "memory_mb": 2048, "vcpus": 1, "root_gb": 20},
+]
+
+CIRROS = {
+    "name": "cirros",
+    "disk_format": "raw",
+    "container_format": "bare",
+    "status": "queued",
+    "visibility": "public",
+    "min_disk": 0,
+    "min_ram": 0,
+    "properties": {"hw_disk_bus": "virtio", "hw_vif_model": "virtio",
+                   "os_distro": "cirros", "novalab_stand_in": "generated raw disk"},
+}
+CIRROS_SIZE = 1024 * 1024
+
+
+def cirros_bytes() -> bytes:
+    """The bytes of the seeded ``cirros`` image: a generated 1 MiB raw disk.
+
+    No image can be downloaded here, and the test hypervisor boots nothing, so
+    the image is a stand-in with a real shape: an MBR-signed first sector and a
+    deterministic body, so every checksum is reproducible.
+    """
+    sector = b"novalab cirros stand-in: no operating system here.".ljust(510, b"\0")
+    sector += b"\x55\xaa"
+    body = bytes(i % 251 for i in range(CIRROS_SIZE - len(sector)))
+    return sector + body
+
+
+def seed_keystone(keystone: Keystone, password: str = DEFAULT_PASSWORD) -> None:
+    keystone.bootstrap({name: dict(spec, password=password) for name, spec in USERS.items()})
+
+
+def seed_flavors(db: Database) -> None:
+    if db_api.flavor_get_all(db):
+        return
+    for flavor in FLAVORS:
+        db_api.flavor_create(db, dict(flavor))
+
+
+def seed_images(repo: ImageRepo) -> dict:
+    """Register and upload ``cirros`` once, as an admin would with ``image create``."""
+    existing = repo.find_by_name(CIRROS["name"])
+    if existing and existing["status"] == "active":
+        return existing
+    image = existing or repo.create(**CIRROS)
+    return repo.upload(get_admin_context(), image["id"], cirros_bytes())

@@ -1,0 +1,103 @@
+"""The state directory of a one-process-per-service deployment (``novalab up``).
+
+    .novalab-up/
+      state.json              what `up` started, with which options (read by status, down, boot)
+      logs/<unit>.log         each service's stdout and stderr
+      run/<unit>.pid          the process id, written by `up` when it starts the process
+      run/<unit>.ready        written by the service itself once it is built and serving
+      traces/<unit>.jsonl     the service's spans, OTLP JSON lines (one batch a line)
+      instances/<host>/       each compute host's instance files
+
+A *unit* is one process: a service name, plus the host for services that run
+once per compute host (``nova-compute-compute-1``), like a systemd unit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_STATE_DIR = ".novalab-up"
+DEFAULT_TRANSPORT = "amqp://guest:guest@127.0.0.1:5672/"
+DEFAULT_DB = "postgresql+psycopg://postgres@127.0.0.1:5432/novalab"
+# The URLs reach the service processes through the environment, not argv: `ps` shows argv.
+ENV_TRANSPORT = "NOVALAB_TRANSPORT_URL"
+ENV_DB = "NOVALAB_DB_URL"
+
+
+@dataclass(frozen=True)
+class Unit:
+    name: str
+    host: str | None = None     # set for per-host services (compute-1 ...)
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}-{self.host}" if self.host else self.name
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "host": self.host}
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write atomically: readers see the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    tmp.replace(path)
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+class StateDir:
+    def __init__(self, root: str | os.PathLike = DEFAULT_STATE_DIR):
+        self.root = Path(root).absolute()
+
+    @property
+    def state_file(self) -> Path:
+        return self.root / "state.json"
+
+    @property
+    def traces(self) -> Path:
+        return self.root / "traces"
+
+    def log(self, unit: Unit) -> Path:
+        return self.root / "logs" / f"{unit.id}.log"
+
+    def pid_file(self, unit: Unit) -> Path:
+        return self.root / "run" / f"{unit.id}.pid"
+
+    def ready_file(self, unit: Unit) -> Path:
+        return self.root / "run" / f"{unit.id}.ready"
+
+    def trace_file(self, unit_id: str) -> Path:
+        return self.traces / f"{unit_id}.jsonl"
+
+    def make(self) -> StateDir:
+        for sub in ("logs", "run", "traces"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        return self
+
+    def load(self) -> dict | None:
+        return read_json(self.state_file)
+
+    def save(self, state: dict) -> None:
+        write_json(self.state_file, state)
+
+    def pid(self, unit: Unit) -> int | None:
+        try:
+            return int(self.pid_file(unit).read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def pid_files(self) -> list[Path]:
+        return sorted((self.root / "run").glob("*.pid"))
+
+    def ready(self, unit: Unit) -> dict | None:
+        return read_json(self.ready_file(unit))

@@ -1,0 +1,163 @@
+"""The plumbing every service is built from, and torn down with.
+
+A service needs the same few things whether it runs in the embedded cloud or
+as its own process: its tracer provider, a database engine, an RPC transport,
+an HTTP client and maybe an HTTP server, all traced under its own name.
+:class:`Wiring` makes them from one :class:`CloudConfig` and remembers each, so
+``close()`` can stop everything in the right order.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from novalab.reference.common.db import Database
+from novalab.reference.common.wsgi import ServerThread
+from novalab.reference.deploy import seed
+from novalab.reference.keystone.middleware import AuthProtocol, ServiceCredentials
+from novalab.reference.rpc import RPCServer, Target, get_transport
+from novalab.tracing.http import http_client
+from novalab.tracing.setup import Telemetry
+
+LOG = logging.getLogger(__name__)
+
+# The standard ports of `novalab serve` and of one-process-per-service deployments,
+# keyed as Wiring.urls is. Services that do not exist yet simply never bind theirs.
+STANDARD_PORTS = {
+    "keystone": 5000,
+    "nova": 8774,
+    "metadata": 8775,          # nova-api-metadata
+    "cinder": 8776,
+    "glance": 9292,
+    "neutron": 9696,
+    "metadata-proxy": 8780,    # neutron-metadata-proxy, standing for 169.254.169.254:80
+    "ceph-mon": 6789,
+    "ceph-rgw": 7480,
+}
+
+
+@dataclass
+class CloudConfig:
+    """Where the cloud keeps its state and how its parts are wired."""
+
+    state_dir: Path | None = None
+    db_url: str | None = None
+    transport_url: str | None = None
+    libvirt_uri: str = "test:///default"
+    computes: int = 1
+    bind_host: str = "127.0.0.1"
+    # 0 picks a free port; `novalab serve` uses STANDARD_PORTS.
+    ports: dict[str, int] = field(default_factory=dict)
+    password: str = seed.DEFAULT_PASSWORD
+    report_interval: float = 10.0
+    # Run Neutron (ports, DHCP, L2, metadata)? Without it servers get no ports, as
+    # on a Nova without networking.
+    network: bool = True
+
+    def resolve(self) -> CloudConfig:
+        if self.state_dir is None:
+            self.state_dir = Path(tempfile.mkdtemp(prefix="novalab-"))
+        self.state_dir = Path(self.state_dir)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        if self.db_url is None:
+            self.db_url = f"sqlite:///{self.state_dir / 'novalab.db'}"
+        if self.transport_url is None:
+            # A broker of its own, so two clouds in one process never share queues.
+            self.transport_url = f"memory:///{uuid.uuid4().hex}"
+        return self
+
+
+class Wiring:
+    def __init__(self, config: CloudConfig, telemetry: Telemetry):
+        self.config = config.resolve()
+        self.telemetry = telemetry
+        self.traced = telemetry.enabled
+        self.urls: dict[str, str] = {}
+        self.databases: dict[str, Database] = {}
+        self._servers: list[ServerThread] = []
+        self._rpc_servers: list[RPCServer] = []
+        self._transports = []
+        self._http_clients = []
+        self._on_stop: list[Callable[[], None]] = []
+
+    # Tracing ---------------------------------------------------------------------------
+
+    def provider(self, service: str, host: str | None = None):
+        """The service's provider, or None when tracing is off (skip instrumentation)."""
+        return self.telemetry.provider(service, host=host) if self.traced else None
+
+    def tracer(self, service: str, host: str | None = None):
+        return self.telemetry.tracer(service, "novalab.reference", host=host)
+
+    # Plumbing --------------------------------------------------------------------------
+
+    def database(self, service: str) -> Database:
+        """The service's own engine (one per service, as separate processes have)."""
+        if service not in self.databases:
+            self.databases[service] = Database(self.config.db_url,
+                                               tracer_provider=self.provider(service))
+        return self.databases[service]
+
+    def transport(self):
+        transport = get_transport(self.config.transport_url)
+        self._transports.append(transport)
+        return transport
+
+    def http(self, service: str, host: str | None = None):
+        client = http_client(self.provider(service, host))
+        self._http_clients.append(client)
+        return client
+
+    def serve(self, app, service: str, port_key: str) -> str:
+        """Serve ``app`` and record its URL under ``port_key``."""
+        server = ServerThread(app, self.config.bind_host, self.config.ports.get(port_key, 0),
+                              name=service).start()
+        self._servers.append(server)
+        self.urls[port_key] = server.url
+        return server.url
+
+    def rpc_server(self, topic: str, server: str, endpoints: list, tracer) -> RPCServer:
+        rpc_server = RPCServer(self.transport(), Target(topic=topic, server=server), endpoints,
+                               tracer=tracer)
+        rpc_server.start()
+        self._rpc_servers.append(rpc_server)
+        return rpc_server
+
+    def auth(self, service: str, user: str, host: str | None = None) -> AuthProtocol:
+        """keystonemiddleware for ``service``, validating as service user ``user``."""
+        credentials = ServiceCredentials(self.urls["keystone"], user, self.config.password)
+        return AuthProtocol(credentials, self.http(service, host))
+
+    def on_stop(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` first thing in :meth:`close` (last registered, first run)."""
+        self._on_stop.append(callback)
+
+    # Teardown --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        for callback in reversed(self._on_stop):
+            try:
+                callback()
+            except Exception:
+                LOG.exception("stop callback failed")
+        for server in self._servers:
+            server.stop()
+        for rpc_server in self._rpc_servers:
+            rpc_server.stop()
+        for rpc_server in self._rpc_servers:
+            rpc_server.wait()
+        for transport in self._transports:
+            transport.close()
+        for client in self._http_clients:
+            client.close()
+        for db in self.databases.values():
+            db.dispose()
+        for items in (self._on_stop, self._servers, self._rpc_servers, self._transports,
+                      self._http_clients):
+            items.clear()
+        self.databases.clear()

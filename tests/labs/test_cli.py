@@ -1,0 +1,100 @@
+"""The ``novalab`` command as a user runs it: boot end to end, serve until interrupted."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from novalab.labs.cli import main
+
+NOVALAB = [sys.executable, "-m", "novalab.labs.cli"]
+
+
+def test_help_explains_commands():
+    result = CliRunner().invoke(main, ["--help"])
+    assert result.exit_code == 0
+    assert "boot" in result.output and "serve" in result.output
+    boot_help = CliRunner().invoke(main, ["boot", "--help"])
+    assert "--transport" in boot_help.output and "amqp://" in boot_help.output
+
+
+def test_boot_writes_trace_and_exits_zero(tmp_path):
+    out = tmp_path / "out"
+    result = subprocess.run([*NOVALAB, "boot", "--out", str(out), "--state-dir",
+                             str(tmp_path / "state")], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "ACTIVE" in result.stderr
+    doc = json.loads((out / "trace.json").read_text())
+    trace_ids = {s["traceId"] for rs in doc["resourceSpans"] for ss in rs["scopeSpans"]
+                 for s in ss["spans"]}
+    assert len(trace_ids) == 1
+
+
+def test_boot_error_exits_nonzero(tmp_path):
+    result = subprocess.run([*NOVALAB, "boot", "--out", str(tmp_path), "--image", "nope",
+                             "--state-dir", str(tmp_path / "state")], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 1
+    assert "No Image found for nope" in result.stderr
+    assert not (tmp_path / "trace.json").exists()
+
+
+def test_boot_reports_unreachable_broker(tmp_path):
+    result = subprocess.run([*NOVALAB, "boot", "--out", str(tmp_path), "--transport",
+                             "amqp://guest:guest@127.0.0.1:1/", "--state-dir",
+                             str(tmp_path / "state")], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2
+    assert "the cloud did not start" in result.stderr
+    assert "rabbitmq-server -detached" in result.stderr
+
+
+def _ports_free(*ports) -> bool:
+    for port in ports:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return False
+    return True
+
+
+def test_serve_prints_os_variables_and_stops_on_sigint(tmp_path):
+    if not _ports_free(5000, 8774, 9292):
+        pytest.skip("ports 5000/8774/9292 are in use")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([*NOVALAB, "serve", "--state-dir", str(tmp_path)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        variables = {}
+        deadline = time.monotonic() + 60
+        while "OS_REGION_NAME" not in variables and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if line.startswith("export "):
+                key, _, value = line[len("export "):].strip().partition("=")
+                variables[key] = value
+        assert variables["OS_AUTH_URL"] == "http://127.0.0.1:5000/v3"
+        body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
+            "name": variables["OS_USERNAME"], "domain": {"id": "default"},
+            "password": variables["OS_PASSWORD"]}}},
+            "scope": {"project": {"name": variables["OS_PROJECT_NAME"],
+                                  "domain": {"id": "default"}}}}}
+        token = httpx.post(variables["OS_AUTH_URL"] + "/auth/tokens", json=body)
+        assert token.status_code == 201
+        flavors = httpx.get("http://127.0.0.1:8774/v2.1/flavors",
+                            headers={"X-Auth-Token": token.headers["X-Subject-Token"]})
+        assert len(flavors.json()["flavors"]) == 3
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    assert proc.returncode == 0
+    assert Path(tmp_path / "traces.jsonl").stat().st_size > 0

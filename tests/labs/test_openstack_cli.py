@@ -1,0 +1,152 @@
+"""The unmodified ``openstack`` CLI and openstacksdk against ``novalab serve``.
+
+One cloud per module, started as users start it; every command runs as a user
+types it, in a subprocess, with the ``OS_*`` variables ``serve`` printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+OPENSTACK = str(Path(sys.executable).with_name("openstack"))
+PORTS = (5000, 8774, 9292)
+
+
+def _busy(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module")
+def cloud_env(tmp_path_factory):
+    if not Path(OPENSTACK).exists() and not shutil.which("openstack"):
+        pytest.skip("python-openstackclient is not installed (it is a test dependency)")
+    busy = [p for p in PORTS if _busy(p)]
+    if busy:
+        pytest.skip(f"ports {busy} are in use; novalab serve needs the standard ports")
+    state = tmp_path_factory.mktemp("serve")
+    proc = subprocess.Popen([sys.executable, "-m", "novalab.labs.cli", "serve", "--state-dir",
+                             str(state)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    env = dict(os.environ)
+    deadline = time.monotonic() + 90
+    while "OS_REGION_NAME" not in env or env.get("OS_AUTH_URL") is None:
+        line = proc.stdout.readline()
+        if not line and proc.poll() is not None:
+            pytest.fail(f"novalab serve exited: {proc.stderr.read()}")
+        if line.startswith("export "):
+            key, _, value = line[len("export "):].strip().partition("=")
+            env[key] = value
+        assert time.monotonic() < deadline, "novalab serve did not print its variables"
+    yield env
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+
+
+def openstack(env, *args, expect_ok=True):
+    result = subprocess.run([OPENSTACK, *args], env=env, capture_output=True, text=True,
+                            timeout=180)
+    if expect_ok:
+        assert result.returncode == 0, f"openstack {' '.join(args)}:\n{result.stderr}"
+    return result
+
+
+def table(env, *args):
+    return json.loads(openstack(env, *args, "-f", "json").stdout)
+
+
+def test_flavor_and_image_list(cloud_env):
+    flavors = {f["Name"]: f for f in table(cloud_env, "flavor", "list")}
+    assert set(flavors) == {"m1.nano", "m1.tiny", "m1.small"}
+    assert flavors["m1.nano"]["RAM"] == 64
+    images = table(cloud_env, "image", "list")
+    assert [i["Name"] for i in images] == ["cirros"]
+
+
+def test_network_list(cloud_env):
+    networks = table(cloud_env, "network", "list")
+    assert [n["Name"] for n in networks] == ["private"]
+
+
+def test_server_lifecycle(cloud_env):
+    created = table(cloud_env, "server", "create", "--flavor", "m1.nano", "--image", "cirros",
+                    "--network", "private", "--wait", "cli-vm")
+    assert created["status"] == "ACTIVE"
+    assert "10.0.0." in str(created["addresses"])
+    listed = {s["Name"]: s for s in table(cloud_env, "server", "list")}
+    assert listed["cli-vm"]["Status"] == "ACTIVE"
+    shown = table(cloud_env, "server", "show", "cli-vm")
+    assert shown["OS-EXT-STS:vm_state"] == "active"
+    openstack(cloud_env, "server", "delete", "--wait", "cli-vm")
+    assert "cli-vm" not in {s["Name"] for s in table(cloud_env, "server", "list")}
+
+
+def test_unknown_names_give_clear_errors(cloud_env):
+    result = openstack(cloud_env, "server", "show", "no-such-server", expect_ok=False)
+    assert result.returncode != 0
+    assert "No Server found for no-such-server" in result.stderr
+    result = openstack(cloud_env, "server", "create", "--flavor", "m1.huge", "--image",
+                       "cirros", "x", expect_ok=False)
+    assert result.returncode != 0 and "m1.huge" in result.stderr
+
+
+def _ports_of(env, server_id):
+    return [p for p in table(env, "port", "list", "--long")
+            if p.get("Device ID", p.get("device_id")) == server_id]
+
+
+def test_volumes_and_boot_from_volume(cloud_env):
+    volume = table(cloud_env, "volume", "create", "--size", "1", "--image", "cirros", "boot-vol")
+    assert volume["size"] == 1
+    deadline = time.monotonic() + 60
+    while table(cloud_env, "volume", "show", "boot-vol")["status"] != "available":
+        assert time.monotonic() < deadline, "the volume did not become available"
+        time.sleep(0.2)
+    by_volume = table(cloud_env, "server", "create", "--flavor", "m1.nano", "--volume",
+                      "boot-vol", "--network", "private", "--wait", "vol-vm")
+    assert by_volume["status"] == "ACTIVE"
+    assert table(cloud_env, "volume", "show", "boot-vol")["status"] == "in-use"
+    from_image = table(cloud_env, "server", "create", "--flavor", "m1.nano", "--image",
+                       "cirros", "--boot-from-volume", "1", "--network", "private", "--wait",
+                       "bfv-vm")
+    assert from_image["status"] == "ACTIVE"
+    volumes = {v["Name"]: v for v in table(cloud_env, "volume", "list")}
+    assert volumes["bfv-vm-volume"]["Status"] == "in-use"
+
+    for name in ("vol-vm", "bfv-vm"):
+        server_id = table(cloud_env, "server", "show", name)["id"]
+        openstack(cloud_env, "server", "delete", "--wait", name)
+        assert _ports_of(cloud_env, server_id) == []  # no leaked port
+    # Volumes the user made, or asked to keep, outlive the server, detached.
+    volumes = {v["Name"]: v for v in table(cloud_env, "volume", "list")}
+    assert volumes["boot-vol"]["Status"] == "available"
+    assert volumes["bfv-vm-volume"]["Status"] == "available"
+    openstack(cloud_env, "volume", "delete", "boot-vol", "bfv-vm-volume")
+
+
+def test_openstacksdk_create_wait_delete(cloud_env):
+    script = """
+import openstack
+conn = openstack.connect()
+server = conn.create_server("sdk-vm", image="cirros", flavor="m1.nano", network="private",
+                            wait=True, timeout=120)
+print(server.status, server.private_v4)
+assert conn.delete_server("sdk-vm", wait=True, timeout=120)
+print("deleted", conn.get_server("sdk-vm") is None)
+"""
+    result = subprocess.run([sys.executable, "-c", script], env=cloud_env, capture_output=True,
+                            text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
+    status, address, *rest = result.stdout.split()
+    assert status == "ACTIVE" and address.startswith("10.0.0.")
+    assert rest == ["deleted", "True"]

@@ -1,0 +1,399 @@
+"""``novalab up``: one process per service over RabbitMQ and a SQL server, as a user runs it.
+
+One deployment per database backend (PostgreSQL, MariaDB) for the whole module,
+started and stopped with the commands themselves, in subprocesses. The
+services also export over OTLP to a small receiver in this test process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import sqlalchemy
+import yaml
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from novalab.reference.deploy import health, processes
+from novalab.reference.deploy.boot import BootRequest
+from novalab.reference.deploy.running import boot_against_running
+from novalab.reference.deploy.statedir import StateDir, Unit
+from novalab.reference.deploy.wiring import STANDARD_PORTS
+from novalab.tracing import collect
+
+NOVALAB = [sys.executable, "-m", "novalab.reference.deploy.commands"]
+ROOT = Path(__file__).resolve().parents[3]
+ADMIN_URLS = {
+    "postgres": os.environ.get("NOVALAB_POSTGRES_URL",
+                               "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"),
+    "mariadb": os.environ.get("NOVALAB_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/"),
+}
+DB_PORTS = {"postgres": 5432, "mariadb": 3306}
+AMQP_URL = os.environ.get("NOVALAB_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
+
+
+def _unavailable(reason: str):
+    if os.environ.get("NOVALAB_REQUIRE_SERVICES") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def novalab(*args, check=True, timeout=180) -> subprocess.CompletedProcess:
+    result = subprocess.run([*NOVALAB, *args], capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert result.returncode == 0, f"novalab {' '.join(args)}:\n{result.stderr}"
+    return result
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    """An OTLP/HTTP trace receiver: keeps (trace id, service, pid) of every span."""
+
+    spans: list[tuple[str, str, int]] = []
+
+    def do_POST(self):  # noqa: N802 - the http.server API
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(self.rfile.read(int(self.headers["Content-Length"])))
+        for resource_spans in request.resource_spans:
+            resource = {a.key: a.value for a in resource_spans.resource.attributes}
+            service = resource["service.name"].string_value
+            pid = resource["process.pid"].int_value
+            for scope in resource_spans.scope_spans:
+                type(self).spans.extend((s.trace_id.hex(), service, pid) for s in scope.spans)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def receiver():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def _rabbitmqctl(*args) -> bool:
+    if shutil.which("rabbitmqctl") is None:
+        return False
+    return subprocess.run(["rabbitmqctl", "-q", *args], capture_output=True,
+                          timeout=60).returncode == 0
+
+
+@contextlib.contextmanager
+def _own_vhost(amqp_url: str, name: str):
+    """A vhost of the test's own, so no other cloud on this broker shares its queues.
+
+    Two clouds on one vhost would consume from the same ``conductor`` and
+    ``scheduler`` queues, each taking some of the other's messages. Without the
+    rights to make one, the broker's default vhost is used.
+    """
+    user = urllib.parse.urlsplit(amqp_url).username or "guest"
+    if not (_rabbitmqctl("add_vhost", name) and
+            _rabbitmqctl("set_permissions", "-p", name, user, ".*", ".*", ".*")):
+        yield amqp_url
+        return
+    try:
+        yield f"{amqp_url.rstrip('/')}/{name}"
+    finally:
+        _rabbitmqctl("delete_vhost", name)
+
+
+@pytest.fixture(scope="module", params=["postgres", "mariadb"])
+def deployment(request, tmp_path_factory, receiver):
+    """`novalab up --computes 2` on a scratch database that `up` itself creates."""
+    backend = request.param
+    if not _port_open(5672):
+        _unavailable("RabbitMQ is not listening on 127.0.0.1:5672 "
+                     "(start it with `rabbitmq-server -detached`)")
+    if not _port_open(DB_PORTS[backend]):
+        _unavailable(f"{backend} is not listening on 127.0.0.1:{DB_PORTS[backend]}")
+    busy = sorted(port for port in STANDARD_PORTS.values() if _port_open(port))
+    if busy:
+        pytest.skip(f"standard ports {busy} are in use; novalab up runs on the standard ports")
+    name = f"novalab_up_{uuid.uuid4().hex[:8]}"
+    admin = ADMIN_URLS[backend]
+    db_url = f"{admin.rsplit('/', 1)[0]}/{name}"
+    state_dir = tmp_path_factory.mktemp(f"up-{backend}")
+    with contextlib.ExitStack() as stack:
+        stack.callback(_drop_database, admin, name)
+        transport = stack.enter_context(_own_vhost(AMQP_URL, name))
+        args = ["--computes", "2", "--transport", transport, "--db", db_url, "--otlp",
+                receiver, "--state-dir", str(state_dir)]
+        stack.callback(novalab, "down", "--state-dir", str(state_dir), check=False)
+        result = novalab("up", *args, check=False)
+        assert result.returncode == 0, result.stderr
+        assert f"created database '{name}'" in result.stderr
+        yield {"state_dir": state_dir, "db_url": db_url, "args": args, "up": result,
+               "transport": transport}
+
+
+def _drop_database(admin_url: str, name: str) -> None:
+    engine = sqlalchemy.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    force = " WITH (FORCE)" if engine.dialect.name == "postgresql" else ""
+    try:
+        with engine.connect() as conn:
+            conn.execute(sqlalchemy.text(f"DROP DATABASE IF EXISTS {name}{force}"))
+    finally:
+        engine.dispose()
+
+
+def _pids(state_dir) -> dict[str, int]:
+    state = StateDir(state_dir)
+    return {path.name.removesuffix(".pid"): int(path.read_text()) for path in state.pid_files()}
+
+
+def _instance(db_url, server_id) -> dict:
+    engine = sqlalchemy.create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            row = conn.execute(sqlalchemy.text(
+                "SELECT host, vm_state, task_state FROM instances WHERE uuid = :u"),
+                {"u": server_id}).mappings().one()
+            faults = conn.execute(sqlalchemy.text(
+                "SELECT message FROM instance_faults WHERE instance_uuid = :u"),
+                {"u": server_id}).scalars().all()
+    finally:
+        engine.dispose()
+    return dict(row, faults=faults)
+
+
+def test_up_prints_variables_and_status_shows_every_service(deployment):
+    out = deployment["up"].stdout
+    assert "export OS_AUTH_URL=http://127.0.0.1:5000/v3" in out
+    pids = _pids(deployment["state_dir"])
+    # Every service of the registry, nova-compute once per host.
+    assert set(pids) == {unit.id for unit in processes.plan(2)}
+    assert {"keystone", "nova-api", "nova-compute-compute-1", "nova-compute-compute-2"} <= \
+        set(pids)
+    assert len(set(pids.values())) == len(pids)  # each its own process
+    status = novalab("status", "--state-dir", str(deployment["state_dir"]))
+    assert "unhealthy" not in status.stderr and " down " not in status.stderr
+    assert status.stderr.count("heartbeat") >= 2  # the two compute hosts
+    state = json.loads((deployment["state_dir"] / "state.json").read_text())
+    assert state["urls"]["nova"] == "http://127.0.0.1:8774"
+
+
+def test_boot_is_one_trace_across_processes(deployment):
+    result = boot_against_running(deployment["state_dir"], BootRequest(name="up-boot"))
+    assert result.active, result.server
+    assert _instance(deployment["db_url"], result.server["id"])["host"] in {"compute-1",
+                                                                             "compute-2"}
+    info = collect.summary(result.document)
+    assert info["trace_ids"] == {result.trace_id_hex}
+    assert len(info["pids"]) >= 5
+    assert {"novalab-client", "keystone", "nova-api", "nova-scheduler", "nova-conductor",
+            "nova-compute", "glance-api"} <= set(info["services"])
+    # The same spans left every process over OTLP too.
+    deadline = time.monotonic() + 15
+    while True:
+        received = {pid for trace_id, _, pid in list(_Receiver.spans)
+                    if trace_id == result.trace_id_hex}
+        if received >= info["pids"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert received == info["pids"]
+
+
+def test_boot_command_against_the_running_cloud(deployment, tmp_path):
+    """`novalab boot --cloud running`: the user's command, the whole flow, 58/58 steps."""
+    result = subprocess.run([sys.executable, "-m", "novalab.labs.cli", "boot", "--cloud",
+                             "running", "--state-dir", str(deployment["state_dir"]), "--out",
+                             str(tmp_path)], capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr
+    report = (tmp_path / "flow-check.txt").read_text()
+    assert report.rstrip().endswith("58/58 steps matched, 0 out of order"), report[-3000:]
+    assert (tmp_path / "sequence.html").exists() and (tmp_path / "trace.jaeger.json").exists()
+
+
+def test_trace_collect_command_writes_one_trace(deployment, tmp_path):
+    result = boot_against_running(deployment["state_dir"], BootRequest(name="collect-me"))
+    out = tmp_path / "trace.json"
+    novalab("trace", "collect", "--state-dir", str(deployment["state_dir"]), "--trace-id",
+            result.trace_id_hex, "-o", str(out))
+    document = json.loads(out.read_text())
+    assert collect.summary(document)["trace_ids"] == {result.trace_id_hex}
+    by_server = tmp_path / "server.json"
+    novalab("trace", "collect", "--state-dir", str(deployment["state_dir"]), "--server",
+            result.server["id"], "-o", str(by_server))
+    # A traced client needs no stitching: the server's trace is the client's trace.
+    assert collect.summary(json.loads(by_server.read_text()))["trace_ids"] == \
+        {result.trace_id_hex}
+
+
+def test_openstack_cli_boot_is_stitched_into_one_trace(deployment, tmp_path):
+    openstack = Path(sys.executable).with_name("openstack")
+    if not openstack.exists():
+        pytest.skip("python-openstackclient is not installed (it is a test dependency)")
+    state = json.loads((deployment["state_dir"] / "state.json").read_text())
+    created = subprocess.run(
+        [str(openstack), "server", "create", "--image", "cirros", "--flavor", "m1.nano",
+         "--wait", "-f", "json", "cli-server"], env=dict(os.environ, **state["os_env"]),
+        capture_output=True, text=True, timeout=180)
+    assert created.returncode == 0, created.stderr
+    server = json.loads(created.stdout)
+    assert server["status"] == "ACTIVE"
+    out = tmp_path / "stitched.json"
+    novalab("trace", "collect", "--state-dir", str(deployment["state_dir"]), "--server",
+            server["id"], "-o", str(out))
+    document = json.loads(out.read_text())
+    info = collect.summary(document)
+    assert len(info["trace_ids"]) == 1 and len(info["pids"]) >= 5
+    records = [collect.SpanRecord(rs["resource"], ss["scope"], span)
+               for rs in document["resourceSpans"] for ss in rs["scopeSpans"]
+               for span in ss["spans"]]
+    (root,) = collect.roots(records)
+    assert root.name == "openstack client session (stitched)"
+    roles = [collect.attributes(link)["novalab.stitch.role"] for link in root.span["links"]]
+    assert {"token", "create", "poll"} <= set(roles) and roles.count("create") == 1
+    # Every original trace is kept, named on its spans, and is one link of the root.
+    originals = {r.attr("novalab.original_trace_id") for r in records if r is not root}
+    assert originals == {link["traceId"] for link in root.span["links"]}
+    assert not collect.orphans(records)
+
+
+def test_queues_lists_what_novalab_declared(deployment):
+    result = subprocess.run([*NOVALAB, "queues", "--transport", deployment["transport"]],
+                            capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        pytest.skip(f"the broker cannot be listed here: {result.stderr.strip()}")
+    for name in ("nova", "compute.compute-1", "compute.compute-2", "conductor", "scheduler"):
+        assert name in result.stdout
+
+
+def test_a_second_consumer_on_our_queues_is_noticed(deployment):
+    """Another cloud on the same vhost would steal messages: `up` warns about it."""
+    import pika
+
+    from novalab.reference.deploy.queues import expected_consumers, foreign_consumers
+
+    topics = [t for path in (deployment["state_dir"] / "run").glob("*.ready")
+              for t in json.loads(path.read_text())["topics"]]
+    expected = expected_consumers(topics)
+    assert expected["compute"] == 2 and expected["conductor"] == 1
+    assert foreign_consumers(deployment["transport"], expected) == {}
+    url = "amqp://" + deployment["transport"].split("://", 1)[1]
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        connection.channel().basic_consume("conductor", lambda *args: None)
+        assert foreign_consumers(deployment["transport"], expected) == {"conductor": (2, 1)}
+    finally:
+        connection.close()
+
+
+def test_killed_compute_restarts_without_leaving_build(deployment):
+    state_dir, db_url = deployment["state_dir"], deployment["db_url"]
+    result = boot_against_running(state_dir, BootRequest(name="crash-victim"))
+    assert result.active
+    host = _instance(db_url, result.server["id"])["host"]
+    unit_id = f"nova-compute-{host}"
+    before = _pids(state_dir)
+    os.kill(before[unit_id], signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while health.alive(before[unit_id]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not health.alive(before[unit_id])
+    # The crash caught the instance mid-build, as far as the database knows.
+    engine = sqlalchemy.create_engine(db_url)
+    with engine.begin() as conn:
+        conn.execute(sqlalchemy.text("UPDATE instances SET vm_state = 'building', "
+                                     "task_state = 'spawning' WHERE uuid = :u"),
+                     {"u": result.server["id"]})
+    engine.dispose()
+    status = novalab("status", "--state-dir", str(state_dir), check=False)
+    assert status.returncode == 1
+    restart = novalab("up", *deployment["args"])
+    assert f"{unit_id:<24} up" in restart.stderr
+    after = _pids(state_dir)
+    assert after[unit_id] != before[unit_id]
+    assert {k: v for k, v in after.items() if k != unit_id} == \
+        {k: v for k, v in before.items() if k != unit_id}
+    instance = _instance(db_url, result.server["id"])
+    assert instance["vm_state"] == "error" and instance["task_state"] is None
+    assert any("restarted during the build" in message for message in instance["faults"])
+
+
+def test_down_leaves_no_process_behind(deployment):
+    pids = _pids(deployment["state_dir"])
+    result = novalab("down", "--state-dir", str(deployment["state_dir"]))
+    assert "all novalab services stopped" in result.stderr
+    assert not any(health.alive(pid) for pid in pids.values())
+    assert _pids(deployment["state_dir"]) == {}
+    assert novalab("status", "--state-dir", str(deployment["state_dir"]),
+                   check=False).returncode == 1
+
+
+def test_up_explains_an_unreachable_broker(tmp_path):
+    result = novalab("up", "--transport", "amqp://guest:guest@127.0.0.1:1/", "--db",
+                     f"sqlite:///{tmp_path / 'x.db'}", "--state-dir", str(tmp_path),
+                     check=False)
+    assert result.returncode == 2
+    assert "amqp://guest:***@127.0.0.1:1/" in result.stderr
+    assert "rabbitmq-server -detached" in result.stderr
+    assert not StateDir(tmp_path).pid_files()
+
+
+def test_up_explains_an_unreachable_database(tmp_path, amqp_url):
+    result = novalab("up", "--transport", amqp_url, "--db",
+                     "postgresql+psycopg://postgres@127.0.0.1:1/novalab", "--state-dir",
+                     str(tmp_path), check=False)
+    assert result.returncode == 2
+    assert "127.0.0.1:1" in result.stderr and "pg_ctlcluster" in result.stderr
+    mariadb = novalab("up", "--transport", amqp_url, "--db",
+                      "mysql+pymysql://root@127.0.0.1:1/novalab", "--state-dir",
+                      str(tmp_path), check=False)
+    assert mariadb.returncode == 2 and "mariadbd" in mariadb.stderr
+
+
+def test_service_refuses_unknown_names_and_missing_hosts(tmp_path):
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    novalab("db", "sync", "--db", db)
+    unknown = novalab("service", "nova-nothing", "--db", db, "--state-dir", str(tmp_path),
+                      check=False)
+    assert unknown.returncode == 2 and "known: keystone" in unknown.stderr
+    hostless = novalab("service", "nova-compute", "--db", db, "--state-dir", str(tmp_path),
+                       check=False)
+    assert hostless.returncode == 2 and "--host" in hostless.stderr
+
+
+def test_plan_follows_the_registry(monkeypatch):
+    from novalab.reference.deploy import services
+
+    def per_host_agent(w, host):
+        """A made-up per-host service, as neutron's agents will be."""
+
+    monkeypatch.setitem(services.BUILDERS, "test-agent", per_host_agent)
+    units = processes.plan(2)
+    assert units[0] == Unit("keystone")
+    assert [u for u in units if u.name == "test-agent"] == [Unit("test-agent", "compute-1"),
+                                                            Unit("test-agent", "compute-2")]
+
+
+def test_compose_file_describes_jaeger_rabbitmq_and_postgres():
+    compose = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())
+    services = compose["services"]
+    assert {"jaeger", "rabbitmq", "postgres"} <= set(services)
+    ports = {p for s in services.values() for p in s.get("ports", [])}
+    for port in ("4317", "4318", "16686", "5672", "15672", "5432"):
+        assert any(str(p).endswith(f":{port}") for p in ports), port

@@ -380,12 +380,14 @@ class ComputeManager:
         """ERROR with a fault (``compute_utils.add_instance_fault_from_exc``)."""
         code = getattr(exc, "code", 500)
         try:
-            self.conductor_api.instance_update(context, instance["uuid"],
-                                               {"vm_state": vm_states.ERROR, "task_state": None})
+            # The fault first, then the state, in Nova's order: whoever polls and sees
+            # ERROR must also find the fault that explains it.
             self.conductor_api.instance_fault_create(context, {
                 "instance_uuid": instance["uuid"], "code": code if code >= 400 else 500,
                 "message": str(exc) or type(exc).__name__, "host": self.host,
                 "details": "".join(traceback.format_exception(exc))[-4000:]})
+            self.conductor_api.instance_update(context, instance["uuid"],
+                                               {"vm_state": vm_states.ERROR, "task_state": None})
         except exception.InstanceNotFound:
             LOG.info("Instance %s is gone; no fault recorded", instance["uuid"])
 

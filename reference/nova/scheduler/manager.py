@@ -61,11 +61,12 @@ class SchedulerManager:
     @upstream("nova/scheduler/utils.py", "set_vm_state_and_notify")
     def _set_vm_state_with_fault(self, context, instance_uuid: str, exc: Exception) -> None:
         """ERROR, task cleared, and a fault the API will show the user."""
+        # The fault before the state: a client that sees ERROR must find its reason.
+        db_api.instance_fault_create(self.db, {
+            "instance_uuid": instance_uuid, "code": 500, "message": str(exc),
+            "details": f"{type(exc).__name__}: {exc}"})
         try:
             db_api.instance_update(
                 self.db, instance_uuid, {"vm_state": vm_states.ERROR, "task_state": None})
         except exception.InstanceNotFound:
-            return  # deleted while we were scheduling: nothing left to mark
-        db_api.instance_fault_create(self.db, {
-            "instance_uuid": instance_uuid, "code": 500, "message": str(exc),
-            "details": f"{type(exc).__name__}: {exc}"})
+            pass  # deleted while we were scheduling: the fault stays with the deleted row

@@ -205,8 +205,10 @@ def _summary(result, by_service: Counter, path: Path) -> None:
 def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, verbose):
     """Run the embedded cloud on the standard ports until interrupted.
 
-    keystone 5000, nova 8774, glance 9292. Spans go to STATE_DIR/traces.jsonl
-    (OTLP JSON lines) and, when OTEL_EXPORTER_OTLP_ENDPOINT is set, over OTLP.
+    keystone 5000, nova 8774, nova metadata 8775, cinder 8776, glance 9292,
+    neutron 9696, the metadata proxy 8780, ceph-mon 6789 and ceph-rgw 7480.
+    Spans go to STATE_DIR/traces.jsonl (OTLP JSON lines) and, when
+    OTEL_EXPORTER_OTLP_ENDPOINT is set, over OTLP.
     """
     from novalab.reference.deploy.wiring import STANDARD_PORTS
     from novalab.tracing.setup import Telemetry
@@ -217,6 +219,12 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, verbose):
     config = _cloud_config(state, db, transport, computes, libvirt_uri, bind_host=bind_host,
                            ports=dict(STANDARD_PORTS))
     cloud = _start(config, telemetry)
+    # A plain flag: a signal handler must not take a lock the interrupted main
+    # thread may hold (Event.set inside Event.wait deadlocks). Installed before
+    # the variables are printed, so whoever reads them can already stop us.
+    stopping = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopping.append(True))
     click.echo("# novalab cloud is up. For the openstack CLI:")
     for key, value in {
         "OS_AUTH_URL": cloud.identity_url, "OS_USERNAME": "demo",
@@ -226,11 +234,6 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, verbose):
     }.items():
         click.echo(f"export {key}={value}")
     click.echo(f"# traces: {state / 'traces.jsonl'}   (Ctrl-C to stop)")
-    # A plain flag: a signal handler must not take a lock the interrupted main
-    # thread may hold (Event.set inside Event.wait deadlocks).
-    stopping = []
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stopping.append(True))
     while not stopping:
         time.sleep(0.2)
     console.print("stopping...")

@@ -13,9 +13,11 @@ PYTHON=${PYTHON:-python3}
 # graphviz: the `dot` binary behind call-graph rendering.
 APT_PACKAGES="pkg-config libvirt-dev libvirt0 graphviz"
 # chromium: renders the SVG/HTML diagrams headless in the tests;
-# plantuml: checks the PlantUML text with PlantUML's own parser.
+# plantuml: checks the PlantUML text with PlantUML's own parser;
+# dnsmasq-base: the real dnsmasq binary (no system service) for the DHCP driver's
+# test against the real thing; the embedded cloud still uses the stand-in.
 if [ "${1:-}" = "--test" ]; then
-  APT_PACKAGES="$APT_PACKAGES chromium plantuml"
+  APT_PACKAGES="$APT_PACKAGES chromium plantuml dnsmasq-base"
 fi
 
 missing=()

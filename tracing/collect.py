@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SPAN_KIND_SERVER = 2
+SPAN_KIND_PRODUCER = 4
+SPAN_KIND_CONSUMER = 5
 HEALTH_USER_AGENT_PREFIX = "novalab-health"
 CLIENT_SERVICE = "novalab-client"
 
@@ -90,6 +92,10 @@ class SpanRecord:
     @property
     def kind(self) -> int:
         return int(self.span.get("kind", 0))
+
+    @property
+    def links(self) -> list[str]:
+        return [link["spanId"] for link in self.span.get("links", [])]
 
     @property
     def start(self) -> int:
@@ -181,6 +187,31 @@ def orphans(records: list[SpanRecord]) -> list[SpanRecord]:
     return [r for r in records if r.parent_span_id and r.parent_span_id not in ids]
 
 
+def unconsumed(spans: Iterable[tuple[str, str | None, int, Iterable[str]]]) -> set[str]:
+    """Ids of PRODUCER spans whose message no CONSUMER span has processed yet.
+
+    Each span comes as ``(span id, parent id, OTLP kind number, linked span ids)``.
+    A consumer's ``process`` span is the producer's child, or links to it (RPC
+    replies). A cast still queued leaves a whole subtree missing without any
+    span missing its parent, so "no orphans" alone cannot tell a trace is whole.
+    """
+    produced: set[str] = set()
+    consumed: set[str] = set()
+    for span_id, parent_id, kind, links in spans:
+        if kind == SPAN_KIND_PRODUCER:
+            produced.add(span_id)
+        elif kind == SPAN_KIND_CONSUMER:
+            consumed.add(parent_id)
+            consumed.update(links)
+    return produced - consumed
+
+
+def incomplete(records: list[SpanRecord]) -> bool:
+    """True while some span misses its parent or some message is still unprocessed."""
+    return bool(orphans(records)) or bool(unconsumed(
+        (r.span_id, r.parent_span_id, r.kind, r.links) for r in records))
+
+
 def started_by_request(root: SpanRecord) -> bool:
     """A user's request: a SERVER span nobody traced before us, or a traced client's root."""
     if root.resource_attr("service.name") == CLIENT_SERVICE:
@@ -196,7 +227,8 @@ def latest_trace_id(records: Iterable[SpanRecord]) -> str | None:
 
 def wait_for_trace(directory: str | os.PathLike, trace_id: str, *, timeout: float = 10.0,
                    settle: float = 0.7) -> list[SpanRecord]:
-    """The trace once it looks whole: no span misses its parent and nothing new for ``settle``.
+    """The trace once it looks whole: no span misses its parent, every message sent
+    was processed, and nothing new for ``settle``.
 
     Each process exports in batches (every 0.5 s), and a span is exported only
     when it ends, so a trace read too early misses parents or whole subtrees.
@@ -207,7 +239,7 @@ def wait_for_trace(directory: str | os.PathLike, trace_id: str, *, timeout: floa
     while True:
         records = read_dir(directory, {trace_id})
         count = len({r.span_id for r in records})
-        if records and not orphans(records) and count == previous:
+        if records and not incomplete(records) and count == previous:
             return records
         if time.monotonic() > deadline:
             return records

@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from novalab.reference.deploy.client import CloudClient
 from novalab.reference.deploy.embedded import EmbeddedCloud
+from novalab.tracing import collect
 from novalab.tracing.http import http_client
 
 CLIENT_SERVICE = "novalab-client"
@@ -117,12 +118,15 @@ def boot(cloud: EmbeddedCloud, request: BootRequest,
 
 
 def collect_trace(telemetry, trace_id: int, timeout: float = 5.0) -> list[ReadableSpan]:
-    """The trace's spans once it is whole: every span's parent has ended too.
+    """The trace's spans once it is whole: every span's parent has ended too, and
+    every message sent in it was processed.
 
     A client can see a response before the server's span for it has ended (the
-    span closes after the last byte is sent), and a service may still be
-    closing spans after the work the client waits for is done. Spans are only
-    recorded when they end, so we wait until no recorded span misses its parent.
+    span closes after the last byte is sent), a service may still be closing
+    spans after the work the client waits for is done, and a cast (a DHCP
+    agent's port update, say) may still sit in its queue. Spans are only
+    recorded when they end, so we wait until no recorded span misses its parent
+    and no PRODUCER span lacks its CONSUMER.
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -130,6 +134,10 @@ def collect_trace(telemetry, trace_id: int, timeout: float = 5.0) -> list[Readab
         spans = telemetry.finished_spans(trace_id)
         ended = {s.context.span_id for s in spans}
         orphans = [s for s in spans if s.parent is not None and s.parent.span_id not in ended]
-        if not orphans or time.monotonic() > deadline:
+        # The SDK's SpanKind counts from INTERNAL = 0; OTLP numbers start at 1.
+        pending = collect.unconsumed(
+            (s.context.span_id, s.parent.span_id if s.parent else None, s.kind.value + 1,
+             [link.context.span_id for link in s.links]) for s in spans)
+        if not (orphans or pending) or time.monotonic() > deadline:
             return spans
         time.sleep(0.005)

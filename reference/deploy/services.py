@@ -129,9 +129,11 @@ def nova_compute(w: Wiring, host: str, guests: GuestBoots | None = None) -> Comp
     w.rpc_server("compute", host, [manager], tracer)
     manager.init_host()
     manager.start_heartbeat()
-    w.on_stop(manager.stop)
+    # Stop callbacks run last-registered first: drain the builds in flight
+    # (manager.stop), then remove what they defined on the test hypervisor.
     if w.config.libvirt_uri.startswith("test:///"):
         w.on_stop(lambda: _remove_test_guests(manager))
+    w.on_stop(manager.stop)
     return manager
 
 

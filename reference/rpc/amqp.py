@@ -34,7 +34,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pika
@@ -84,6 +84,22 @@ class _Consumer:
     generation: int = -1  # the connection it was declared on
 
 
+@dataclass
+class _Work:
+    """One operation handed to the I/O thread, and what its caller knows of it.
+
+    ``in_flight`` while the I/O thread runs it; ``abandoned`` once its caller
+    has timed out with nothing in flight, after which it never runs (no replay
+    after a reconnect: the caller may retry, and must not send twice).
+    """
+
+    fn: Callable[[], Any]
+    future: Future = field(default_factory=Future)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    in_flight: bool = False
+    abandoned: bool = False
+
+
 def _describe(exc: BaseException) -> str:
     """``Name: detail``; pika nests the socket error (connection refused) in ``args``."""
     detail = str(exc) or "; ".join(repr(arg) for arg in exc.args)
@@ -116,7 +132,7 @@ class PikaTransport(Transport):
         self._reply_queue = f"reply_{uuid.uuid4().hex}"
 
         self._lock = threading.Lock()
-        self._work: deque[tuple[Callable[[], Any], Future]] = deque()
+        self._work: deque[_Work] = deque()
         self._consumers: dict[str, _Consumer] = {}
         self._connection: pika.BlockingConnection | None = None
         self._channel = None
@@ -205,24 +221,36 @@ class PikaTransport(Transport):
     def _submit(self, fn: Callable[[], Any], timeout: float) -> Any:
         if threading.current_thread() is self._thread:
             return fn()  # already on the I/O thread (a consumer callback)
-        future: Future = Future()
+        work = _Work(fn)
         with self._lock:
             if self._stopped or self._closing.is_set():
                 raise MessageDeliveryFailure(url=self.display_url,
                                              reason="the transport is closed")
-            self._work.append((fn, future))
+            self._work.append(work)
             connection = self._connection
         self._wake(connection)
         try:
-            return future.result(timeout)
+            return work.future.result(timeout)
         except FutureTimeout:
-            if not future.cancel():  # finished just now
-                return future.result()
-            raise MessageDeliveryFailure(
-                url=self.display_url,
-                reason=f"not confirmed within {timeout:g}s; the broker is unreachable "
-                       f"and the transport is reconnecting. {HOW_TO_START}",
-            ) from None
+            pass
+        # Out of time. An attempt on the wire right now may still be confirmed: its
+        # outcome, not our clock, says whether the message was sent, so wait for it.
+        # Otherwise give the work up for good, so a caller that retries never sends
+        # the message twice (once by its retry, once by a replay after a reconnect).
+        while True:
+            with work.lock:
+                if not (work.future.done() or work.in_flight):
+                    work.abandoned = True
+                    break
+            try:
+                return work.future.result(0.1)
+            except FutureTimeout:
+                continue
+        raise MessageDeliveryFailure(
+            url=self.display_url,
+            reason=f"not confirmed within {timeout:g}s; the broker is unreachable "
+                   f"and the transport is reconnecting. {HOW_TO_START}",
+        )
 
     @staticmethod
     def _wake(connection) -> None:
@@ -237,34 +265,39 @@ class PikaTransport(Transport):
             with self._lock:
                 if not self._work:
                     return
-                fn, future = self._work.popleft()
-            if future.done():  # the caller gave up
-                continue
+                work = self._work.popleft()
+            with work.lock:
+                if work.abandoned or work.future.done():  # the caller gave up
+                    continue
+                work.in_flight = True
             try:
-                result = fn()
+                result = work.fn()
             except _CONNECTION_LOST:
-                with self._lock:
-                    self._work.appendleft((fn, future))
+                with work.lock:
+                    work.in_flight = False
+                    replay = not work.abandoned
+                if replay:  # once reconnected, unless its caller gives up first
+                    with self._lock:
+                        self._work.appendleft(work)
                 raise
             except pika.exceptions.ChannelClosed as exc:  # the broker refused this operation
-                self._settle(future, exc=exc)
+                self._settle(work, exc=exc)
                 raise  # a closed channel is useless: reconnect for a fresh one
             except Exception as exc:
-                self._settle(future, exc=exc)
+                self._settle(work, exc=exc)
             else:
-                self._settle(future, result=result)
+                self._settle(work, result=result)
 
     @staticmethod
-    def _settle(future: Future, result: Any = None, exc: BaseException | None = None) -> None:
-        if future.done():
-            return
-        try:
+    def _settle(work: _Work, result: Any = None, exc: BaseException | None = None) -> None:
+        with work.lock:
+            work.in_flight = False
+            if work.future.done():
+                return
             if exc is not None:
-                future.set_exception(exc)
+                work.future.set_exception(exc)
             else:
-                future.set_result(result)
-        except Exception:  # cancelled by its caller meanwhile
-            pass
+                work.future.set_result(result)
 
     # -- the I/O thread ---------------------------------------------------------------
 
@@ -342,8 +375,8 @@ class PikaTransport(Transport):
         with self._lock:
             self._stopped = True
             work, self._work = self._work, deque()
-        for _fn, future in work:
-            self._settle(future, exc=exc)
+        for item in work:
+            self._settle(item, exc=exc)
         self._fail_replies(exc)
 
     def _declare_exchange(self, exchange: str) -> None:

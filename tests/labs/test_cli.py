@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from novalab.labs.cli import main
+from novalab.reference.deploy.wiring import STANDARD_PORTS
 
 NOVALAB = [sys.executable, "-m", "novalab.labs.cli"]
 
@@ -69,8 +70,8 @@ def _ports_free(*ports) -> bool:
 
 
 def test_serve_prints_os_variables_and_stops_on_sigint(tmp_path):
-    if not _ports_free(5000, 8774, 9292):
-        pytest.skip("ports 5000/8774/9292 are in use")
+    if not _ports_free(*STANDARD_PORTS.values()):
+        pytest.skip(f"one of the standard ports {sorted(STANDARD_PORTS.values())} is in use")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([*NOVALAB, "serve", "--state-dir", str(tmp_path)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

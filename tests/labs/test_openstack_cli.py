@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from novalab.reference.deploy.wiring import STANDARD_PORTS
+
 OPENSTACK = str(Path(sys.executable).with_name("openstack"))
-PORTS = (5000, 8774, 9292)
+PORTS = tuple(STANDARD_PORTS.values())  # every port `novalab serve` binds
 
 
 def _busy(port: int) -> bool:

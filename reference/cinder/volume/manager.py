@@ -98,8 +98,9 @@ class VolumeManager:
             detail = (message.Detail.NOT_ENOUGH_SPACE_FOR_IMAGE
                       if isinstance(exc, exception.ImageUnacceptable)
                       else message.Detail.DRIVER_FAILED_CREATE)
-            db_api.volume_update(self.db, volume_id, {"status": "error"})
+            # The user message before the status: whoever sees "error" finds why.
             message.create(self.db, context, action, volume_id, detail)
+            db_api.volume_update(self.db, volume_id, {"status": "error"})
             raise
         db_api.volume_update(self.db, volume_id, {"status": "available",
                                                   "launched_at": utcnow()})
@@ -200,9 +201,9 @@ class VolumeManager:
         try:
             connection_info = self._connection_create(context, volume, attachment, connector)
         except Exception:
+            message.create(self.db, context, message.Action.UPDATE_ATTACHMENT, volume_id)
             db_api.volume_attachment_update(self.db, attachment_id,
                                             {"attach_status": "error_attaching"})
-            message.create(self.db, context, message.Action.UPDATE_ATTACHMENT, volume_id)
             raise
         db_api.volume_attached(self.db, attachment_id, attachment["instance_uuid"],
                                connector.get("host", ""), connector.get("mountpoint", "na"),

@@ -410,9 +410,9 @@ class ComputeManager:
             self._cleanup_allocated_networks(context, instance)
             self._cleanup_volumes(context, instance)
             try:
-                self.conductor_api.instance_update(context, instance["uuid"], {
-                    "vm_state": vm_states.DELETED, "task_state": None,
-                    "power_state": power_state.NOSTATE, "terminated_at": utcnow()})
+                # Nova saves vm_state DELETED, then destroys the row: two writes, between
+                # which the server is DELETED yet still listed. `server delete --wait`
+                # returns on DELETED, so the state and the soft-delete go in one write.
                 self.conductor_api.instance_destroy(context, instance["uuid"])
             except exception.InstanceNotFound:
                 pass

@@ -149,6 +149,7 @@ def instance_destroy(db: Database, uuid: str) -> dict:
         row.terminated_at = row.terminated_at or now
         row.vm_state = "deleted"
         row.task_state = None
+        row.power_state = 0  # power_state.NOSTATE: the guest is gone
         return to_dict(row)
 
 

@@ -9,6 +9,7 @@ forever in BUILD.
 from __future__ import annotations
 
 import logging
+import threading
 
 from opentelemetry import trace
 
@@ -30,20 +31,31 @@ class SchedulerManager:
         self.tracer = tracer
         self.compute_rpcapi = compute_rpcapi
         self.driver = FilterScheduler(HostManager(db, tracer), tracer)
+        # Selecting hosts reads usage from the DB; saving the host is the claim.
+        # Nova resolves two schedulers racing for the last slot with compute-side
+        # claims and a reschedule (later, placement allocations); novalab has one
+        # scheduler and no reschedule, so it serialises select + save instead.
+        self._claim_lock = threading.Lock()
 
     @upstream("nova/scheduler/manager.py", "SchedulerManager.run_instance", ref="grizzly-eol")
     def run_instance(self, context, request_spec: dict, filter_properties: dict,
                      requested_networks=None, block_device_mapping=None) -> None:
         uuids = request_spec["instance_uuids"]
-        try:
-            destinations = self.driver.select_destinations(context, request_spec)
-        except exception.NoValidHost as exc:
-            LOG.warning("NoValidHost for %s: %s", uuids, exc)
+        with self._claim_lock:
+            try:
+                destinations = self.driver.select_destinations(context, request_spec)
+            except exception.NoValidHost as exc:
+                LOG.warning("NoValidHost for %s: %s", uuids, exc)
+                no_valid_host = exc
+            else:
+                no_valid_host = None
+                instances = [self._instance_update_db(context, uuid, dest)
+                             for uuid, dest in zip(uuids, destinations, strict=True)]
+        if no_valid_host is not None:
             for uuid in uuids:
-                self._set_vm_state_with_fault(context, uuid, exc)
+                self._set_vm_state_with_fault(context, uuid, no_valid_host)
             return
-        for uuid, dest in zip(uuids, destinations, strict=True):
-            instance = self._instance_update_db(context, uuid, dest)
+        for instance, dest in zip(instances, destinations, strict=True):
             self.compute_rpcapi.build_and_run_instance(
                 context, instance=instance, host=dest["host"], image=request_spec["image"],
                 request_spec=request_spec, filter_properties=filter_properties,

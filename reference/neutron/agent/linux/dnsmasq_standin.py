@@ -48,8 +48,13 @@ class StandIn:
         self.log_file = open(args.log_facility, "a") if args.log_facility else sys.stderr
 
     def log(self, tag: str, message: str) -> None:
+        self.log_lines([(tag, message)])
+
+    def log_lines(self, entries: list[tuple[str, str]]) -> None:
+        """Append ``entries`` in one write, so a reader never sees half a load."""
         stamp = time.strftime("%b %d %H:%M:%S")
-        self.log_file.write(f"{stamp} {tag}[{self.pid}]: {message}\n")
+        self.log_file.write("".join(f"{stamp} {tag}[{self.pid}]: {message}\n"
+                                    for tag, message in entries))
         self.log_file.flush()
 
     def _read(self, path: str | None) -> list[str]:
@@ -68,14 +73,13 @@ class StandIn:
             fields = line.split(",")
             if len(fields) >= 3:
                 hosts.append({"mac": fields[0], "name": fields[-2], "ip": fields[-1]})
-        self.log("dnsmasq-dhcp", f"read {self.args.dhcp_hostsfile}")
+        lines = [("dnsmasq-dhcp", f"read {self.args.dhcp_hostsfile}")]
         options = self._read(self.args.dhcp_optsfile)
         if self.args.dhcp_optsfile:
-            self.log("dnsmasq-dhcp", f"read {self.args.dhcp_optsfile}")
+            lines.append(("dnsmasq-dhcp", f"read {self.args.dhcp_optsfile}"))
         addn = self._read(self.args.addn_hosts)
-        for host in hosts:
-            self.log("dnsmasq-dhcp", f"static lease {host['ip']} for {host['mac']} "
-                                     f"({host['name']})")
+        lines += [("dnsmasq-dhcp", f"static lease {host['ip']} for {host['mac']} "
+                                   f"({host['name']})") for host in hosts]
         self.loads += 1
         if self.args.status_file:
             status = {"pid": self.pid, "loads": self.loads, "ranges": self.args.dhcp_range,
@@ -83,6 +87,9 @@ class StandIn:
             tmp = Path(self.args.status_file).with_suffix(".tmp")
             tmp.write_text(json.dumps(status, indent=1))
             os.replace(tmp, self.args.status_file)
+        # The agent waits for "read <hostsfile>" in the log: it comes last, once the
+        # whole load (and its status file) is done.
+        self.log_lines(lines)
 
     def run(self) -> int:
         hup = threading.Event()

@@ -7,12 +7,29 @@ no port in Neutron, no volume in Cinder.
 
 from __future__ import annotations
 
+import time
+
 import httpx
 
 from novalab.reference.deploy.boot import BootRequest, boot
 
 
-def leftovers(cloud, server_id):
+def leftovers(cloud, server_id, timeout=15.0):
+    """Ports and volumes still there for ``server_id``, polled until there are none.
+
+    Cinder deletes asynchronously (the API answers, cinder-volume works later), so
+    a volume may still be ``deleting`` when the server shows ERROR: what counts is
+    that it goes, within ``timeout``.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        ports, volumes = _leftovers_now(cloud, server_id)
+        if not (ports or volumes) or time.monotonic() > deadline:
+            return ports, volumes
+        time.sleep(0.1)
+
+
+def _leftovers_now(cloud, server_id):
     admin_token = httpx.post(f"{cloud.identity_url}/auth/tokens", json={"auth": {
         "identity": {"methods": ["password"], "password": {"user": {
             "name": "admin", "domain": {"id": "default"}, "password": cloud.config.password}}},

@@ -77,7 +77,7 @@ class EmbeddedCloud:
             self.network = services.neutron_server(w)
             services.neutron_dhcp_agent(w)
         services.nova_conductor(w)
-        services.nova_scheduler(w)
+        self.scheduler = services.nova_scheduler(w)
         self.guests = GuestBoots(w)
         for index in range(1, self.config.computes + 1):
             host = f"compute-{index}"

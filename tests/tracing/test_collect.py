@@ -217,3 +217,31 @@ def test_trace_collect_command(tmp_path, processes):
     both = CliRunner().invoke(trace_group, ["collect", "--state-dir", str(state), "--latest",
                                             "--server", SERVER_ID])
     assert both.exit_code == 2
+
+
+def test_a_trace_with_a_message_still_queued_is_incomplete(tmp_path):
+    """No orphan, yet not whole: a cast was sent and nobody has processed it yet."""
+    nova = Process(tmp_path, "nova-scheduler")
+    with nova.tracer.start_as_current_span("SchedulerManager.run_instance"):
+        send = nova.tracer.start_span("send compute.compute-1", kind=trace.SpanKind.PRODUCER)
+        send.end()
+    nova.telemetry.shutdown()
+    records = collect.read_dir(tmp_path)
+    assert not collect.orphans(records)
+    assert collect.unconsumed((r.span_id, r.parent_span_id, r.kind, r.links)
+                              for r in records) == {format(send.context.span_id, "016x")}
+    assert collect.incomplete(records)
+
+    compute = Process(tmp_path, "nova-compute")
+    compute.tracer.start_span("process compute.compute-1", kind=trace.SpanKind.CONSUMER,
+                              context=trace.set_span_in_context(send)).end()
+    compute.telemetry.shutdown()
+    assert not collect.incomplete(collect.read_dir(tmp_path))
+
+
+def test_a_reply_is_consumed_through_its_link():
+    """RPC replies: the caller's receive span links to the reply's send, not a child."""
+    spans = [("a1", None, collect.SPAN_KIND_PRODUCER, []),
+             ("b2", "zz", collect.SPAN_KIND_CONSUMER, ["a1"])]
+    assert collect.unconsumed(spans) == set()
+    assert collect.unconsumed(spans[:1]) == {"a1"}

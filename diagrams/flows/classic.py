@@ -523,7 +523,7 @@ def _under_name(q: Query, span, pattern) -> bool:
 @rule(44)
 def _update_port(q: Query):
     """nova-compute's libvirt CLIENT span updateDeviceFlags, or a libvirt call below a span
-    about VIFs, interfaces or ports (provisional: no such call today)."""
+    about VIFs, interfaces or ports (LibvirtDriver.plug_vifs makes one today)."""
     calls = [s for s in _libvirt_calls(q)
              if s.get("rpc.method") == "updateDeviceFlags" or _under_name(q, s, _VIF)]
     return _found(calls[0] if calls else None)

@@ -67,7 +67,13 @@ class Health:
 
 
 def http_version_doc(url: str, timeout: float = 2.0) -> Health:
-    """An API is up when it answers its version document (200 or 300 Multiple Choices)."""
+    """An API is up when its WSGI app answers ``GET /`` at all (any status below 500).
+
+    The APIs answer their version document there (200, or 300 Multiple Choices);
+    the metadata proxy answers 4xx to a request that comes from no instance. A
+    status below 500 proves the app is serving; a refused connection or a 5xx
+    does not.
+    """
     try:
         response = httpx.get(f"{url.rstrip('/')}/", timeout=timeout,
                              headers={"User-Agent": HEALTH_USER_AGENT,

@@ -1,19 +1,21 @@
 """Fixtures for the diagram tests: recorded traces, golden files, external tools.
 
-Recorded traces (``fixtures/``), both from ``novalab boot``:
+Recorded traces (``fixtures/``), all from ``novalab boot``:
 
-- ``boot-embedded.otlp.json``: the default embedded cloud (memory broker,
-  SQLite, one compute host), OTLP JSON as ``novalab boot`` writes it;
-- ``boot-rabbitmq-postgresql.otlp.jsonl``: RabbitMQ, PostgreSQL and two
-  compute hosts, stored as OTLP JSON lines (one resource per line).
+- ``boot-embedded.otlp.json``: the embedded cloud (memory broker, SQLite, one
+  compute host) booting with no port and no volume, OTLP JSON as ``novalab
+  boot`` writes it;
+- ``boot-rabbitmq-postgresql.otlp.jsonl``: the same boot on RabbitMQ,
+  PostgreSQL and two compute hosts, stored as OTLP JSON lines;
+- ``boot-whole-cast.otlp.json``: a default boot, with a port and a volume.
 
 Golden files live in ``goldens/``; ``NOVALAB_UPDATE_GOLDENS=1`` rewrites them
 from the current output instead of comparing.
 
 ``whole_cast_doc`` is a *synthetic* trace: the recorded embedded boot plus
-spans shaped by the tracing conventions for the services not built yet
-(neutron, cinder, ceph, the metadata path, the guest), so that every rule of
-the 58-step table is exercised. It is never presented as a real trace.
+spans shaped by the tracing conventions for the hops that boot did not make
+(neutron, cinder, ceph, the metadata path, the guest). Tests that need to
+edit a hop precisely use it; it is never presented as a real trace.
 """
 
 from __future__ import annotations

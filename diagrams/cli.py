@@ -90,10 +90,13 @@ def flow_check(trace_file, flow_name, fmt, trace_id):
 @click.command("diagram")
 @click.argument("trace_file", type=click.Path(dir_okay=False))
 @click.option("--kind", type=click.Choice(["sequence", "callgraph"]), default="sequence",
-              show_default=True)
+              show_default=True,
+              help="A sequence diagram of the flow's steps, or a call graph of components.")
 @click.option("--format", "fmt", type=click.Choice(sorted(set(SEQUENCE_FORMATS) |
                                                           set(CALLGRAPH_FORMATS))),
-              default="svg", show_default=True)
+              default="svg", show_default=True,
+              help=f"sequence: {'|'.join(SEQUENCE_FORMATS)}; "
+                   f"callgraph: {'|'.join(CALLGRAPH_FORMATS)}.")
 @click.option("--full", is_flag=True,
               help="Sequence of every hop between services, not the flow's steps.")
 @_FLOW

@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.table import Table
 
@@ -66,16 +67,18 @@ def main():
 
 @main.command()
 @click.option("--out", "out_dir", default="out/boot", show_default=True,
-              type=click.Path(file_okay=False), help="Directory for trace.json.")
+              type=click.Path(file_okay=False),
+              help="Directory for trace.json and the pictures made from it.")
 @click.option("--name", default="demo-server", show_default=True, help="Server name.")
 @click.option("--flavor", default="m1.nano", show_default=True, help="Flavor name or id.")
 @click.option("--image", default="cirros", show_default=True, help="Image name or id.")
 @click.option("--computes", default=1, show_default=True, type=click.IntRange(1, 64),
-              help="Number of nova-compute hosts.")
-@click.option("--transport", default=None, help=TRANSPORT_HELP)
-@click.option("--db", default=None, help=DB_HELP)
+              help="Number of nova-compute hosts (embedded cloud).")
+@click.option("--transport", default=None, help=TRANSPORT_HELP + " (embedded cloud)")
+@click.option("--db", default=None, help=DB_HELP + " (embedded cloud)")
 @click.option("--libvirt-uri", default="test:///default", show_default=True,
-              help="Hypervisor URI for every compute host, e.g. qemu:///session.")
+              help="Hypervisor URI for every compute host, e.g. qemu:///session "
+                   "(embedded cloud).")
 @click.option("--state-dir", default=None, type=click.Path(file_okay=False),
               help="Where the cloud keeps its database and instance files "
                    "(default: a new temporary directory); with --cloud running, the state "
@@ -85,7 +88,8 @@ def main():
               help="GB of the data volume Nova creates through Cinder.")
 @click.option("--no-volume", is_flag=True, help="Boot without a data volume.")
 @click.option("--no-network", is_flag=True,
-              help="Run the cloud without Neutron: no port, no DHCP, no metadata.")
+              help="Run the cloud without Neutron: no port, no DHCP, no metadata "
+                   "(embedded cloud).")
 @click.option("--no-diagrams", is_flag=True, help="Write only trace.json.")
 @click.option("--cloud", type=click.Choice(["embedded", "running"]), default="embedded",
               show_default=True,
@@ -114,6 +118,14 @@ def boot(out_dir, name, flavor, image, computes, transport, db, libvirt_uri, sta
     request = BootRequest(name=name, flavor=flavor, image=image, timeout=timeout,
                           volume_size=None if no_volume else volume_size)
     if cloud == "running":
+        ctx = click.get_current_context()
+        embedded_only = [f"--{name.replace('_', '-')}" for name in
+                         ("computes", "transport", "db", "libvirt_uri", "no_network")
+                         if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT]
+        if embedded_only:
+            raise click.UsageError(
+                f"{', '.join(embedded_only)}: only for the embedded cloud; the running cloud "
+                "was set up by `novalab up` (see `novalab status`).")
         _boot_running(state_dir, request, Path(out_dir), no_diagrams)
         return
     telemetry = Telemetry(memory=True)
@@ -194,14 +206,17 @@ def _summary(result, by_service: Counter, path: Path) -> None:
 
 
 @main.command()
-@click.option("--computes", default=1, show_default=True, type=click.IntRange(1, 64))
+@click.option("--computes", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Number of nova-compute hosts.")
 @click.option("--transport", default=None, help=TRANSPORT_HELP)
 @click.option("--db", default=None, help=DB_HELP)
-@click.option("--libvirt-uri", default="test:///default", show_default=True)
+@click.option("--libvirt-uri", default="test:///default", show_default=True,
+              help="Hypervisor URI for every compute host, e.g. qemu:///session.")
 @click.option("--state-dir", default=".novalab", show_default=True,
               type=click.Path(file_okay=False), help="Database, instance files and traces.")
-@click.option("--host", "bind_host", default="127.0.0.1", show_default=True)
-@click.option("-v", "--verbose", is_flag=True)
+@click.option("--host", "bind_host", default="127.0.0.1", show_default=True,
+              help="Address the APIs listen on.")
+@click.option("-v", "--verbose", is_flag=True, help="Log what the services do.")
 def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, verbose):
     """Run the embedded cloud on the standard ports until interrupted.
 

@@ -235,11 +235,14 @@ def trace():
                    "not traced (the openstack CLI).")
 @click.option("--latest", is_flag=True, help="The latest trace a request started.")
 @click.option("-o", "--output", default="trace.json", show_default=True,
-              type=click.Path(dir_okay=False))
+              type=click.Path(dir_okay=False), help="The OTLP JSON file to write.")
 @click.option("--timeout", default=10.0, show_default=True,
               help="Seconds to wait for the trace to be complete.")
 def trace_collect(state_dir, trace_id, server_id, latest, output, timeout):
-    """Merge the per-process trace files into one OTLP JSON document."""
+    """Merge the per-process trace files into one OTLP JSON document.
+
+    Choose the trace with exactly one of --trace-id, --server and --latest.
+    """
     from novalab.tracing import collect
 
     if sum(bool(x) for x in (trace_id, server_id, latest)) != 1:

@@ -61,6 +61,15 @@ def test_boot_reports_unreachable_broker(tmp_path):
     assert "rabbitmq-server -detached" in result.stderr
 
 
+def test_boot_running_refuses_options_of_the_embedded_cloud(tmp_path):
+    """The running cloud was configured by `novalab up`: say so, don't ignore the flag."""
+    result = CliRunner().invoke(main, ["boot", "--cloud", "running", "--computes", "2",
+                                       "--db", "sqlite://", "--state-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "--computes, --db: only for the embedded cloud" in result.output
+    assert "novalab up" in result.output
+
+
 def _ports_free(*ports) -> bool:
     for port in ports:
         with socket.socket() as sock:

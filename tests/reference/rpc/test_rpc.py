@@ -5,9 +5,11 @@ from __future__ import annotations
 import datetime
 import logging
 import shutil
+import socket
 import subprocess
 import threading
 import time
+import urllib.parse
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -20,7 +22,7 @@ from opentelemetry.trace import SpanKind
 
 from novalab.reference.common import exception
 from novalab.reference.common.context import RequestContext
-from novalab.reference.rpc import Target, get_transport, serializer
+from novalab.reference.rpc import RPCClient, Target, get_transport, serializer
 from novalab.reference.rpc.memory import MemoryTransport, topic_matches
 from novalab.reference.rpc.transport import MessageDeliveryFailure, TransportUnavailable
 from novalab.tracing import attributes as attr
@@ -270,6 +272,78 @@ def test_reconnects_after_broker_restart(amqp_rpc, topic, caplog):
     messages = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("Lost the connection to RabbitMQ") for m in messages)
     assert any(m.startswith("Reconnected to RabbitMQ") for m in messages)
+
+
+class StallingProxy:
+    """A TCP relay to RabbitMQ that can hold every byte back for a while.
+
+    Holding bytes keeps the connection open but delays the broker's answer, as a
+    congested network or a busy broker does: the way to have a publish still
+    waiting for its confirm when its caller's timeout runs out.
+    """
+
+    def __init__(self, target: tuple[str, int]):
+        self.target = target
+        self.flowing = threading.Event()
+        self.flowing.set()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[socket.socket] = [self.listener]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            upstream = socket.create_connection(self.target)
+            self.sockets += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _pump(self, source, sink):
+        try:
+            while data := source.recv(65536):
+                self.flowing.wait()
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            sink.close()
+
+    def close(self):
+        self.flowing.set()
+        for sock in self.sockets:
+            sock.close()
+
+
+@pytest.mark.amqp
+def test_a_publish_confirmed_after_its_timeout_counts_as_sent(amqp_rpc, topic):
+    """The caller waits for an attempt already on the wire instead of calling it lost.
+
+    Otherwise the caller would retry a message the broker did take, and the
+    consumer would see it twice.
+    """
+    endpoint = Recorder()
+    amqp_rpc.server([endpoint], topic=topic)  # consumes over a direct connection
+    parts = urllib.parse.urlsplit(amqp_rpc.url)
+    proxy = StallingProxy((parts.hostname, parts.port or 5672))
+    try:
+        proxied = parts._replace(netloc=f"{parts.username}:{parts.password}@127.0.0.1:"
+                                        f"{proxy.port}").geturl()
+        client = RPCClient(get_transport(proxied), Target(topic), timeout=1)
+        proxy.flowing.clear()
+        threading.Timer(2.0, proxy.flowing.set).start()  # the confirm comes 1 s too late
+        started = time.monotonic()
+        client.cast(RequestContext(), "record", n=1)  # returns: the broker took it
+        assert time.monotonic() - started >= 1.5
+        assert endpoint.cast_received.wait(WAIT)
+        time.sleep(0.5)  # a second copy would arrive by now
+        assert [kwargs for _, kwargs in endpoint.casts] == [{"n": 1}]
+        client.transport.close()
+    finally:
+        proxy.close()
 
 
 # -- no broker needed -----------------------------------------------------------------

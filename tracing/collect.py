@@ -22,8 +22,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 SPAN_KIND_SERVER = 2
+SPAN_KIND_CLIENT = 3
 SPAN_KIND_PRODUCER = 4
 SPAN_KIND_CONSUMER = 5
 HEALTH_USER_AGENT_PREFIX = "novalab-health"
@@ -187,29 +189,43 @@ def orphans(records: list[SpanRecord]) -> list[SpanRecord]:
     return [r for r in records if r.parent_span_id and r.parent_span_id not in ids]
 
 
-def unconsumed(spans: Iterable[tuple[str, str | None, int, Iterable[str]]]) -> set[str]:
-    """Ids of PRODUCER spans whose message no CONSUMER span has processed yet.
+class Hop(NamedTuple):
+    """What trace completeness needs to know of one span."""
 
-    Each span comes as ``(span id, parent id, OTLP kind number, linked span ids)``.
-    A consumer's ``process`` span is the producer's child, or links to it (RPC
-    replies). A cast still queued leaves a whole subtree missing without any
-    span missing its parent, so "no orphans" alone cannot tell a trace is whole.
+    span_id: object
+    parent_id: object
+    kind: int  # the OTLP number: SERVER 2, CLIENT 3, PRODUCER 4, CONSUMER 5
+    links: Iterable[object] = ()
+    http: bool = False  # an HTTP request (``http.request.method`` is set)
+
+
+def unanswered(hops: Iterable[Hop]) -> set:
+    """Ids of spans whose other end has not been recorded yet.
+
+    A PRODUCER span waits for a CONSUMER that is its child or links to it (RPC
+    replies); an HTTP CLIENT span waits for its SERVER child (every HTTP service
+    of novalab is traced). A cast still queued, or a request whose server span
+    has not been exported, leaves a whole subtree missing without any span
+    missing its parent, so "no orphans" alone cannot tell a trace is whole.
     """
-    produced: set[str] = set()
-    consumed: set[str] = set()
-    for span_id, parent_id, kind, links in spans:
-        if kind == SPAN_KIND_PRODUCER:
-            produced.add(span_id)
-        elif kind == SPAN_KIND_CONSUMER:
-            consumed.add(parent_id)
-            consumed.update(links)
-    return produced - consumed
+    waiting: set = set()
+    answered: set = set()
+    for hop in hops:
+        if hop.kind == SPAN_KIND_PRODUCER or (hop.kind == SPAN_KIND_CLIENT and hop.http):
+            waiting.add(hop.span_id)
+        elif hop.kind == SPAN_KIND_CONSUMER:
+            answered.add(hop.parent_id)
+            answered.update(hop.links)
+        elif hop.kind == SPAN_KIND_SERVER:
+            answered.add(hop.parent_id)
+    return waiting - answered
 
 
 def incomplete(records: list[SpanRecord]) -> bool:
-    """True while some span misses its parent or some message is still unprocessed."""
-    return bool(orphans(records)) or bool(unconsumed(
-        (r.span_id, r.parent_span_id, r.kind, r.links) for r in records))
+    """True while some span misses its parent or some hop has no recorded other end."""
+    return bool(orphans(records)) or bool(unanswered(
+        Hop(r.span_id, r.parent_span_id, r.kind, r.links,
+            r.attr("http.request.method") is not None) for r in records))
 
 
 def started_by_request(root: SpanRecord) -> bool:

@@ -119,14 +119,14 @@ def boot(cloud: EmbeddedCloud, request: BootRequest,
 
 def collect_trace(telemetry, trace_id: int, timeout: float = 5.0) -> list[ReadableSpan]:
     """The trace's spans once it is whole: every span's parent has ended too, and
-    every message sent in it was processed.
+    every message and HTTP request in it reached its other end.
 
     A client can see a response before the server's span for it has ended (the
     span closes after the last byte is sent), a service may still be closing
     spans after the work the client waits for is done, and a cast (a DHCP
     agent's port update, say) may still sit in its queue. Spans are only
     recorded when they end, so we wait until no recorded span misses its parent
-    and no PRODUCER span lacks its CONSUMER.
+    and no PRODUCER or HTTP CLIENT span lacks its other end.
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -135,9 +135,10 @@ def collect_trace(telemetry, trace_id: int, timeout: float = 5.0) -> list[Readab
         ended = {s.context.span_id for s in spans}
         orphans = [s for s in spans if s.parent is not None and s.parent.span_id not in ended]
         # The SDK's SpanKind counts from INTERNAL = 0; OTLP numbers start at 1.
-        pending = collect.unconsumed(
-            (s.context.span_id, s.parent.span_id if s.parent else None, s.kind.value + 1,
-             [link.context.span_id for link in s.links]) for s in spans)
+        pending = collect.unanswered(
+            collect.Hop(s.context.span_id, s.parent.span_id if s.parent else None,
+                        s.kind.value + 1, [link.context.span_id for link in s.links],
+                        "http.request.method" in (s.attributes or {})) for s in spans)
         if not (orphans or pending) or time.monotonic() > deadline:
             return spans
         time.sleep(0.005)

@@ -228,7 +228,7 @@ def test_a_trace_with_a_message_still_queued_is_incomplete(tmp_path):
     nova.telemetry.shutdown()
     records = collect.read_dir(tmp_path)
     assert not collect.orphans(records)
-    assert collect.unconsumed((r.span_id, r.parent_span_id, r.kind, r.links)
+    assert collect.unanswered(collect.Hop(r.span_id, r.parent_span_id, r.kind, r.links)
                               for r in records) == {format(send.context.span_id, "016x")}
     assert collect.incomplete(records)
 
@@ -241,7 +241,17 @@ def test_a_trace_with_a_message_still_queued_is_incomplete(tmp_path):
 
 def test_a_reply_is_consumed_through_its_link():
     """RPC replies: the caller's receive span links to the reply's send, not a child."""
-    spans = [("a1", None, collect.SPAN_KIND_PRODUCER, []),
-             ("b2", "zz", collect.SPAN_KIND_CONSUMER, ["a1"])]
-    assert collect.unconsumed(spans) == set()
-    assert collect.unconsumed(spans[:1]) == {"a1"}
+    hops = [collect.Hop("a1", None, collect.SPAN_KIND_PRODUCER),
+            collect.Hop("b2", "zz", collect.SPAN_KIND_CONSUMER, ["a1"])]
+    assert collect.unanswered(hops) == set()
+    assert collect.unanswered(hops[:1]) == {"a1"}
+
+
+def test_an_http_request_waits_for_its_server_span():
+    """An HTTP CLIENT span is answered by a SERVER child; other CLIENT spans (a SQL
+    query, a libvirt call) reach peers that record nothing and wait for nothing."""
+    request = collect.Hop("c1", "r0", collect.SPAN_KIND_CLIENT, http=True)
+    query = collect.Hop("q1", "r0", collect.SPAN_KIND_CLIENT)
+    assert collect.unanswered([request, query]) == {"c1"}
+    served = collect.Hop("s1", "c1", collect.SPAN_KIND_SERVER)
+    assert collect.unanswered([request, query, served]) == set()

@@ -10,18 +10,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import loopback
 import pytest
 import sqlalchemy
 import yaml
@@ -36,25 +34,6 @@ from novalab.tracing import collect
 
 NOVALAB = [sys.executable, "-m", "novalab.reference.deploy.commands"]
 ROOT = Path(__file__).resolve().parents[3]
-ADMIN_URLS = {
-    "postgres": os.environ.get("NOVALAB_POSTGRES_URL",
-                               "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"),
-    "mariadb": os.environ.get("NOVALAB_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/"),
-}
-DB_PORTS = {"postgres": 5432, "mariadb": 3306}
-AMQP_URL = os.environ.get("NOVALAB_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
-
-
-def _unavailable(reason: str):
-    if os.environ.get("NOVALAB_REQUIRE_SERVICES") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
-def _port_open(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(2)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def novalab(*args, check=True, timeout=180) -> subprocess.CompletedProcess:
@@ -94,51 +73,21 @@ def receiver():
     server.shutdown()
 
 
-def _rabbitmqctl(*args) -> bool:
-    if shutil.which("rabbitmqctl") is None:
-        return False
-    return subprocess.run(["rabbitmqctl", "-q", *args], capture_output=True,
-                          timeout=60).returncode == 0
-
-
-@contextlib.contextmanager
-def _own_vhost(amqp_url: str, name: str):
-    """A vhost of the test's own, so no other cloud on this broker shares its queues.
-
-    Two clouds on one vhost would consume from the same ``conductor`` and
-    ``scheduler`` queues, each taking some of the other's messages. Without the
-    rights to make one, the broker's default vhost is used.
-    """
-    user = urllib.parse.urlsplit(amqp_url).username or "guest"
-    if not (_rabbitmqctl("add_vhost", name) and
-            _rabbitmqctl("set_permissions", "-p", name, user, ".*", ".*", ".*")):
-        yield amqp_url
-        return
-    try:
-        yield f"{amqp_url.rstrip('/')}/{name}"
-    finally:
-        _rabbitmqctl("delete_vhost", name)
-
-
 @pytest.fixture(scope="module", params=["postgres", "mariadb"])
 def deployment(request, tmp_path_factory, receiver):
     """`novalab up --computes 2` on a scratch database that `up` itself creates."""
     backend = request.param
-    if not _port_open(5672):
-        _unavailable("RabbitMQ is not listening on 127.0.0.1:5672 "
-                     "(start it with `rabbitmq-server -detached`)")
-    if not _port_open(DB_PORTS[backend]):
-        _unavailable(f"{backend} is not listening on 127.0.0.1:{DB_PORTS[backend]}")
-    busy = sorted(port for port in STANDARD_PORTS.values() if _port_open(port))
+    loopback.require_rabbitmq()
+    loopback.require_database(backend)
+    busy = sorted(port for port in STANDARD_PORTS.values() if loopback.port_open(port))
     if busy:
         pytest.skip(f"standard ports {busy} are in use; novalab up runs on the standard ports")
     name = f"novalab_up_{uuid.uuid4().hex[:8]}"
-    admin = ADMIN_URLS[backend]
-    db_url = f"{admin.rsplit('/', 1)[0]}/{name}"
     state_dir = tmp_path_factory.mktemp(f"up-{backend}")
     with contextlib.ExitStack() as stack:
-        stack.callback(_drop_database, admin, name)
-        transport = stack.enter_context(_own_vhost(AMQP_URL, name))
+        # `up` creates the database itself: only name it here, and drop it after.
+        db_url = stack.enter_context(loopback.scratch_database(backend, name, create=None))
+        transport = stack.enter_context(loopback.own_vhost(name))
         args = ["--computes", "2", "--transport", transport, "--db", db_url, "--otlp",
                 receiver, "--state-dir", str(state_dir)]
         stack.callback(novalab, "down", "--state-dir", str(state_dir), check=False)
@@ -147,16 +96,6 @@ def deployment(request, tmp_path_factory, receiver):
         assert f"created database '{name}'" in result.stderr
         yield {"state_dir": state_dir, "db_url": db_url, "args": args, "up": result,
                "transport": transport}
-
-
-def _drop_database(admin_url: str, name: str) -> None:
-    engine = sqlalchemy.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    force = " WITH (FORCE)" if engine.dialect.name == "postgresql" else ""
-    try:
-        with engine.connect() as conn:
-            conn.execute(sqlalchemy.text(f"DROP DATABASE IF EXISTS {name}{force}"))
-    finally:
-        engine.dispose()
 
 
 def _pids(state_dir) -> dict[str, int]:

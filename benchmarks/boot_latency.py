@@ -85,7 +85,7 @@ class Bench:
         self.client.authenticate("demo", config.password, "demo")
         self.flavor = self.client.find_flavor("m1.nano")["id"]
         self.image = self.client.find_image("cirros")["id"]
-        # The benchmark's own, untraced handle: its polling must not add spans.
+        # The benchmark's own, untraced handles: what it reads must not add spans.
         self.db = Database(config.db_url)
         self.poll = sqlite3.connect(config.db_url.removeprefix("sqlite:///"), timeout=5,
                                     isolation_level=None, check_same_thread=False)

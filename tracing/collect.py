@@ -67,6 +67,16 @@ def kv(key: str, python) -> dict:
     return {"key": key, "value": any_value(python)}
 
 
+class Hop(NamedTuple):
+    """What trace completeness needs to know of one span."""
+
+    span_id: object
+    parent_id: object
+    kind: int  # the OTLP number: SERVER 2, CLIENT 3, PRODUCER 4, CONSUMER 5
+    links: Iterable[object] = ()
+    http: bool = False  # an HTTP request (``http.request.method`` is set)
+
+
 @dataclass
 class SpanRecord:
     """One span with the resource and scope it was exported under."""
@@ -98,6 +108,11 @@ class SpanRecord:
     @property
     def links(self) -> list[str]:
         return [link["spanId"] for link in self.span.get("links", [])]
+
+    @property
+    def hop(self) -> Hop:
+        return Hop(self.span_id, self.parent_span_id, self.kind, self.links,
+                   self.attr("http.request.method") is not None)
 
     @property
     def start(self) -> int:
@@ -189,16 +204,6 @@ def orphans(records: list[SpanRecord]) -> list[SpanRecord]:
     return [r for r in records if r.parent_span_id and r.parent_span_id not in ids]
 
 
-class Hop(NamedTuple):
-    """What trace completeness needs to know of one span."""
-
-    span_id: object
-    parent_id: object
-    kind: int  # the OTLP number: SERVER 2, CLIENT 3, PRODUCER 4, CONSUMER 5
-    links: Iterable[object] = ()
-    http: bool = False  # an HTTP request (``http.request.method`` is set)
-
-
 def unanswered(hops: Iterable[Hop]) -> set:
     """Ids of spans whose other end has not been recorded yet.
 
@@ -221,11 +226,16 @@ def unanswered(hops: Iterable[Hop]) -> set:
     return waiting - answered
 
 
-def incomplete(records: list[SpanRecord]) -> bool:
-    """True while some span misses its parent or some hop has no recorded other end."""
-    return bool(orphans(records)) or bool(unanswered(
-        Hop(r.span_id, r.parent_span_id, r.kind, r.links,
-            r.attr("http.request.method") is not None) for r in records))
+def incomplete(hops: Iterable[Hop]) -> bool:
+    """True while some span misses its parent, or some hop has no recorded other end.
+
+    The one test of "is this trace whole yet" for every reader: spans from files
+    (``SpanRecord.hop``) and spans still in memory (``novalab boot``).
+    """
+    hops = list(hops)
+    ids = {hop.span_id for hop in hops}
+    return (any(hop.parent_id is not None and hop.parent_id not in ids for hop in hops)
+            or bool(unanswered(hops)))
 
 
 def started_by_request(root: SpanRecord) -> bool:
@@ -243,8 +253,7 @@ def latest_trace_id(records: Iterable[SpanRecord]) -> str | None:
 
 def wait_for_trace(directory: str | os.PathLike, trace_id: str, *, timeout: float = 10.0,
                    settle: float = 0.7) -> list[SpanRecord]:
-    """The trace once it looks whole: no span misses its parent, every message sent
-    was processed, and nothing new for ``settle``.
+    """The trace once it looks whole (``incomplete`` says no) and nothing new for ``settle``.
 
     Each process exports in batches (every 0.5 s), and a span is exported only
     when it ends, so a trace read too early misses parents or whole subtrees.
@@ -255,7 +264,7 @@ def wait_for_trace(directory: str | os.PathLike, trace_id: str, *, timeout: floa
     while True:
         records = read_dir(directory, {trace_id})
         count = len({r.span_id for r in records})
-        if records and not incomplete(records) and count == previous:
+        if records and not incomplete(r.hop for r in records) and count == previous:
             return records
         if time.monotonic() > deadline:
             return records

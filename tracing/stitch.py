@@ -45,8 +45,8 @@ from novalab.tracing.collect import (
     SPAN_KIND_SERVER,
     SpanRecord,
     by_trace,
+    incomplete,
     kv,
-    orphans,
     read_dir,
     roots,
     started_by_request,
@@ -174,7 +174,7 @@ def server_trace(directory: str | os.PathLike, server_id: str, *,
                 chosen = session(traces, create, server_id)
                 chosen_ids = [root.trace_id for root, _, _ in chosen]
             members = [r for tid in chosen_ids for r in traces[tid]]
-            whole = not any(orphans(traces[tid]) for tid in chosen_ids)
+            whole = not any(incomplete(r.hop for r in traces[tid]) for tid in chosen_ids)
             if (whole and len(members) == previous) or time.monotonic() > deadline:
                 if create.parent_span_id is not None:
                     return traces[create.trace_id]

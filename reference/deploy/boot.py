@@ -117,6 +117,13 @@ def boot(cloud: EmbeddedCloud, request: BootRequest,
                       dropped=telemetry.dropped())
 
 
+def _hop(span: ReadableSpan) -> collect.Hop:
+    # The SDK's SpanKind counts from INTERNAL = 0; OTLP numbers start at 1.
+    return collect.Hop(span.context.span_id, span.parent.span_id if span.parent else None,
+                       span.kind.value + 1, [link.context.span_id for link in span.links],
+                       "http.request.method" in (span.attributes or {}))
+
+
 def collect_trace(telemetry, trace_id: int, timeout: float = 5.0) -> list[ReadableSpan]:
     """The trace's spans once it is whole: every span's parent has ended too, and
     every message and HTTP request in it reached its other end.
@@ -132,13 +139,6 @@ def collect_trace(telemetry, trace_id: int, timeout: float = 5.0) -> list[Readab
     while True:
         telemetry.force_flush()
         spans = telemetry.finished_spans(trace_id)
-        ended = {s.context.span_id for s in spans}
-        orphans = [s for s in spans if s.parent is not None and s.parent.span_id not in ended]
-        # The SDK's SpanKind counts from INTERNAL = 0; OTLP numbers start at 1.
-        pending = collect.unanswered(
-            collect.Hop(s.context.span_id, s.parent.span_id if s.parent else None,
-                        s.kind.value + 1, [link.context.span_id for link in s.links],
-                        "http.request.method" in (s.attributes or {})) for s in spans)
-        if not (orphans or pending) or time.monotonic() > deadline:
+        if not collect.incomplete(map(_hop, spans)) or time.monotonic() > deadline:
             return spans
         time.sleep(0.005)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import httpx
+import loopback
 import pytest
 from click.testing import CliRunner
 
@@ -70,16 +70,8 @@ def test_boot_running_refuses_options_of_the_embedded_cloud(tmp_path):
     assert "novalab up" in result.output
 
 
-def _ports_free(*ports) -> bool:
-    for port in ports:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return False
-    return True
-
-
 def test_serve_prints_os_variables_and_stops_on_sigint(tmp_path):
-    if not _ports_free(*STANDARD_PORTS.values()):
+    if any(loopback.port_open(port) for port in STANDARD_PORTS.values()):
         pytest.skip(f"one of the standard ports {sorted(STANDARD_PORTS.values())} is in use")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([*NOVALAB, "serve", "--state-dir", str(tmp_path)], env=env,

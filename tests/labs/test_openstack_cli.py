@@ -10,12 +10,12 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import loopback
 import pytest
 
 from novalab.reference.deploy.wiring import STANDARD_PORTS
@@ -24,16 +24,11 @@ OPENSTACK = str(Path(sys.executable).with_name("openstack"))
 PORTS = tuple(STANDARD_PORTS.values())  # every port `novalab serve` binds
 
 
-def _busy(port: int) -> bool:
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
 @pytest.fixture(scope="module")
 def cloud_env(tmp_path_factory):
     if not Path(OPENSTACK).exists() and not shutil.which("openstack"):
         pytest.skip("python-openstackclient is not installed (it is a test dependency)")
-    busy = [p for p in PORTS if _busy(p)]
+    busy = [p for p in PORTS if loopback.port_open(p)]
     if busy:
         pytest.skip(f"ports {busy} are in use; novalab serve needs the standard ports")
     state = tmp_path_factory.mktemp("serve")

@@ -45,4 +45,10 @@ NOVA_VM_STATE = "nova.instance.vm_state"
 NOVA_TASK_STATE = "nova.instance.task_state"
 NOVA_POWER_STATE = "nova.instance.power_state"
 NOVA_HOST = "nova.host"
-NOVA_REQUEST_ID = "nova.request_id"
+NOVA_INSTANCE_DISPLAY_NAME = "nova.instance.display_name"  # the user's name for the server
+# Nova's instance actions (os-instance-actions): the action a request started.
+NOVA_INSTANCE_ACTION = "nova.instance.action"
+
+# OpenStack's request id (oslo.context ``request_id``, the ``X-OpenStack-Request-ID``
+# header): on every API's HTTP SERVER span and on the RPC spans that carry its context.
+OPENSTACK_REQUEST_ID = "openstack.request_id"

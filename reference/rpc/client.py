@@ -55,7 +55,7 @@ def span_attributes(transport: Transport, *, operation: str, destination: str,
         attr.RPC_SERVICE: service,
         attr.RPC_METHOD: method,
         attr.NOVALAB_RPC_STYLE: style,
-        attr.NOVA_REQUEST_ID: request_id,
+        attr.OPENSTACK_REQUEST_ID: request_id,
         attr.SERVER_ADDRESS: transport.server_address,
         attr.SERVER_PORT: transport.server_port,
     }

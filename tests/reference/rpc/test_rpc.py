@@ -203,7 +203,7 @@ def test_trace_continues_across_send_process_reply_receive(rpc, topic):
     assert send.attributes[attr.RPC_SERVICE] == topic
     assert send.attributes[attr.RPC_METHOD] == "double"
     assert send.attributes[attr.NOVALAB_RPC_STYLE] == "call"
-    assert send.attributes[attr.NOVA_REQUEST_ID] == ctxt.request_id
+    assert send.attributes[attr.OPENSTACK_REQUEST_ID] == ctxt.request_id
     assert send.attributes[attr.MESSAGING_BODY_SIZE] > 0
     assert send.attributes.get(attr.SERVER_ADDRESS) == transport.server_address
     assert process.attributes[attr.MESSAGING_OPERATION_TYPE] == "process"

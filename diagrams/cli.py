@@ -3,13 +3,16 @@
 The ``novalab`` command lives in ``labs/cli.py``; it adds these with one line,
 ``register(main)``::
 
-    novalab flow check TRACE [--flow classic] [--format text|json] [--trace-id ID]
-    novalab diagram TRACE --kind sequence --format svg|html|mermaid|plantuml [--full] -o FILE
-    novalab diagram TRACE --kind callgraph --format svg|png|dot -o FILE
-    novalab export jaeger TRACE -o FILE
+    novalab flow check [TRACE] [--flow classic] [--format text|json] [SELECTOR]
+    novalab diagram [TRACE] --kind sequence --format svg|html|mermaid|plantuml [--full] -o FILE
+    novalab diagram [TRACE] --kind callgraph --format svg|png|dot -o FILE
+    novalab export jaeger [TRACE] -o FILE
 
 TRACE is OTLP JSON, OTLP JSON lines or Jaeger JSON; with several traces in one
-file the largest is used unless ``--trace-id`` says which. Exit codes: 0 done
+file the largest is used unless ``--trace-id`` says which. Without TRACE, a
+SELECTOR (``--server ID|NAME``, ``--request-id REQ``, ``--trace-id ID``,
+``--latest``, optionally ``--state-dir``) finds the trace in a deployment's
+trace store (``novalab.tracing.store``). Exit codes: 0 done
 (for ``flow check``: every step matched, in order), 1 the flow check found
 missing or out-of-order steps, 2 the input could not be read.
 """
@@ -32,13 +35,40 @@ class InputError(click.ClickException):
     exit_code = 2
 
 
-def _trace(path: str, trace_id: str | None):
+def _trace(path: str | None, trace_id: str | None, *, state_dir=None, server=None,
+           request_id=None, latest=False, timeout=10.0):
+    """The trace a command works on: from a TRACE file, or from the trace store.
+
+    With a file, ``--trace-id`` picks one of its traces (default: the largest).
+    Without one, the selectors name a trace in the running or last deployment's
+    store (or ``--state-dir``'s), as ``novalab trace list`` shows them.
+    """
     from novalab.diagrams.load import TraceFormatError, load_trace
 
+    if path is None:
+        if not any((server, request_id, trace_id, latest)):
+            raise click.UsageError("give a TRACE file, or choose a trace in the store with "
+                                   "--server, --request-id, --trace-id or --latest")
+        from novalab.tracing.cli import select_spans
+
+        spans, _row = select_spans(state_dir=state_dir, server=server, request_id=request_id,
+                                   trace_id=trace_id, latest=latest, timeout=timeout)
+        return load_trace(spans)
+    if server or request_id or latest or state_dir:
+        raise click.UsageError("--server, --request-id, --latest and --state-dir choose a trace "
+                               "in the trace store: drop the TRACE file argument to use them")
     try:
         return load_trace(path, trace_id)
     except TraceFormatError as exc:
         raise InputError(str(exc)) from exc
+
+
+def _source(func):
+    """The optional TRACE argument and the store's selectors, for every command here."""
+    from novalab.tracing.cli import selector_options
+
+    func = selector_options(func)
+    return click.argument("trace_file", required=False, type=click.Path(dir_okay=False))(func)
 
 
 def _write(output: str | None, data: str | bytes) -> None:
@@ -56,8 +86,6 @@ def _write(output: str | None, data: str | bytes) -> None:
     click.echo(f"wrote {path}", err=True)
 
 
-_TRACE_ID = click.option("--trace-id", default=None,
-                         help="Which trace of the file (default: the one with most spans).")
 _FLOW = click.option("--flow", "flow_name", default="classic", show_default=True,
                      type=click.Choice(sorted(FLOWS)), help="The flow to project onto.")
 
@@ -68,18 +96,20 @@ def flow_group():
 
 
 @flow_group.command("check")
-@click.argument("trace_file", type=click.Path(dir_okay=False))
+@_source
 @_FLOW
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
-@_TRACE_ID
-def flow_check(trace_file, flow_name, fmt, trace_id):
+def flow_check(trace_file, flow_name, fmt, **selectors):
     """List every step as matched (span, service, time) or MISSING, and flag steps out of
-    causal order. Exits 0 only when all steps match, in order."""
+    causal order. Exits 0 only when all steps match, in order.
+
+    TRACE is a trace file; without it, --server NAME (or --request-id, --trace-id,
+    --latest) finds the trace in the running or last deployment's trace store."""
     from novalab.diagrams.check import check, format_text, to_dict
     from novalab.diagrams.flows import get_flow
 
-    result = check(_trace(trace_file, trace_id), get_flow(flow_name))
+    result = check(_trace(trace_file, **selectors), get_flow(flow_name))
     if fmt == "json":
         click.echo(json.dumps(to_dict(result), indent=1, sort_keys=True))
     else:
@@ -88,7 +118,7 @@ def flow_check(trace_file, flow_name, fmt, trace_id):
 
 
 @click.command("diagram")
-@click.argument("trace_file", type=click.Path(dir_okay=False))
+@_source
 @click.option("--kind", type=click.Choice(["sequence", "callgraph"]), default="sequence",
               show_default=True,
               help="A sequence diagram of the flow's steps, or a call graph of components.")
@@ -102,13 +132,15 @@ def flow_check(trace_file, flow_name, fmt, trace_id):
 @_FLOW
 @click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
               help="File to write (default: standard output, text formats only).")
-@_TRACE_ID
-def diagram(trace_file, kind, fmt, full, flow_name, output, trace_id):
-    """Draw a trace: a sequence diagram (the flow's steps, or --full) or a call graph."""
+def diagram(trace_file, kind, fmt, full, flow_name, output, **selectors):
+    """Draw a trace: a sequence diagram (the flow's steps, or --full) or a call graph.
+
+    TRACE is a trace file; without it, --server NAME (or another selector) finds
+    the trace in the trace store."""
     allowed = SEQUENCE_FORMATS if kind == "sequence" else CALLGRAPH_FORMATS
     if fmt not in allowed:
         raise click.UsageError(f"--kind {kind} supports --format {', '.join(allowed)}")
-    trace = _trace(trace_file, trace_id)
+    trace = _trace(trace_file, **selectors)
     from novalab.diagrams.flows import get_flow
 
     if kind == "callgraph":
@@ -133,15 +165,17 @@ def export_group():
 
 
 @export_group.command("jaeger")
-@click.argument("trace_file", type=click.Path(dir_okay=False))
+@_source
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The Jaeger JSON file to write (open it in Jaeger's UI: JSON File).")
-@_TRACE_ID
-def export_jaeger(trace_file, output, trace_id):
-    """Write the trace as Jaeger JSON (the UI's "JSON File" upload format)."""
+def export_jaeger(trace_file, output, **selectors):
+    """Write the trace as Jaeger JSON (the UI's "JSON File" upload format).
+
+    TRACE is a trace file; without it, --server NAME (or another selector) finds
+    the trace in the trace store."""
     from novalab.diagrams.jaeger import write_jaeger
 
-    path = write_jaeger(_trace(trace_file, trace_id), output)
+    path = write_jaeger(_trace(trace_file, **selectors), output)
     click.echo(f"wrote {path}", err=True)
 
 

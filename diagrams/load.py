@@ -9,9 +9,11 @@ Three file formats are recognised by their shape, not their name:
 - Jaeger JSON, ``{"data": [{"traceID", "spans", "processes"}]}`` (Jaeger's
   query API and its UI's "JSON File" upload).
 
-``from_readable_spans`` takes the SDK's ``ReadableSpan`` objects directly.
-OTLP ids may be hex (as the specification's JSON encoding says) or base64 (as
-a plain protobuf JSON mapping writes them); both load.
+OTLP is decoded by the one codec, ``novalab.tracing.otlp_json`` (which also
+takes the SDK's ``ReadableSpan`` objects directly); this module adds Jaeger's
+format and tells the formats apart. OTLP ids may be hex (as the
+specification's JSON encoding says) or base64 (as a plain protobuf JSON
+mapping writes them); both load.
 
 Jaeger has no parent field: the first ``CHILD_OF`` reference is the parent, or,
 without one, the first reference of any type (as Jaeger's UI does), and every
@@ -21,118 +23,19 @@ references so that this reads back the spans it exported.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from novalab.diagrams.model import KINDS, Event, Link, Span, Trace, frozen
-
-
-class TraceFormatError(ValueError):
-    """A trace file that cannot be read; the message says where and why."""
-
-
-# -- OTLP JSON ----------------------------------------------------------------------------
-
-_OTLP_STATUS = {0: "UNSET", 1: "OK", 2: "ERROR", "STATUS_CODE_UNSET": "UNSET",
-                "STATUS_CODE_OK": "OK", "STATUS_CODE_ERROR": "ERROR"}
-
-
-def _hex_id(value: Any, size: int, where: str) -> str:
-    """An OTLP id as lowercase hex: hex is taken as is, base64 is decoded."""
-    if not isinstance(value, str) or not value:
-        raise TraceFormatError(f"{where}: missing id")
-    text = value.lower()
-    if len(text) == size * 2 and all(c in "0123456789abcdef" for c in text):
-        return text
-    try:
-        raw = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) != size:
-        raise TraceFormatError(f"{where}: {value!r} is neither {size * 2} hex digits "
-                               f"nor base64 of {size} bytes")
-    return raw.hex()
-
-
-def _any_value(value: Mapping[str, Any]) -> Any:
-    """Decode an OTLP ``AnyValue`` (``{"stringValue": ...}``, ``{"intValue": "3"}``, ...)."""
-    if not isinstance(value, Mapping) or not value:
-        return None
-    key, inner = next(iter(value.items()))
-    if key == "intValue":
-        return int(inner)
-    if key == "doubleValue":
-        return float(inner)
-    if key == "boolValue":
-        return bool(inner)
-    if key == "arrayValue":
-        return tuple(_any_value(v) for v in (inner or {}).get("values", []))
-    if key == "kvlistValue":
-        return {kv["key"]: _any_value(kv.get("value")) for kv in (inner or {}).get("values", [])}
-    if key == "bytesValue":
-        return inner
-    return inner  # stringValue
-
-
-def _otlp_attributes(items: Iterable[Mapping[str, Any]] | None) -> dict[str, Any]:
-    return {item["key"]: _any_value(item.get("value")) for item in items or ()}
-
-
-def _otlp_kind(value: Any) -> str:
-    if isinstance(value, int):
-        return KINDS[value - 1] if 1 <= value <= len(KINDS) else "INTERNAL"
-    if isinstance(value, str):
-        word = value.removeprefix("SPAN_KIND_")
-        return word if word in KINDS else "INTERNAL"
-    return "INTERNAL"
-
-
-def spans_from_otlp(doc: Mapping[str, Any], where: str = "OTLP document") -> list[Span]:
-    """The spans of one ``{"resourceSpans": [...]}`` document."""
-    spans: list[Span] = []
-    for r_index, resource_spans in enumerate(doc.get("resourceSpans") or ()):
-        resource = _otlp_attributes((resource_spans.get("resource") or {}).get("attributes"))
-        service = str(resource.get("service.name", "unknown_service"))
-        host = resource.get("host.name")
-        for scope_spans in resource_spans.get("scopeSpans") or ():
-            scope = (scope_spans.get("scope") or {}).get("name", "")
-            for s_index, raw in enumerate(scope_spans.get("spans") or ()):
-                here = f"{where}: resourceSpans[{r_index}] span {s_index}"
-                try:
-                    span_id = _hex_id(raw.get("spanId"), 8, here + " spanId")
-                    parent = raw.get("parentSpanId")
-                    status = raw.get("status") or {}
-                    spans.append(Span(
-                        trace_id=_hex_id(raw.get("traceId"), 16, here + " traceId"),
-                        span_id=span_id,
-                        parent_id=_hex_id(parent, 8, here + " parentSpanId") if parent else None,
-                        name=str(raw.get("name", "")),
-                        kind=_otlp_kind(raw.get("kind")),
-                        service=service, host=host,
-                        start_ns=int(raw["startTimeUnixNano"]),
-                        end_ns=int(raw.get("endTimeUnixNano") or raw["startTimeUnixNano"]),
-                        attributes=frozen(_otlp_attributes(raw.get("attributes"))),
-                        events=tuple(Event(e.get("name", ""), int(e.get("timeUnixNano", 0)),
-                                           frozen(_otlp_attributes(e.get("attributes"))))
-                                     for e in raw.get("events") or ()),
-                        links=tuple(Link(_hex_id(ln.get("traceId"), 16, here + " link"),
-                                         _hex_id(ln.get("spanId"), 8, here + " link"),
-                                         frozen(_otlp_attributes(ln.get("attributes"))))
-                                    for ln in raw.get("links") or ()),
-                        status=_OTLP_STATUS.get(status.get("code", 0), "UNSET"),
-                        status_message=status.get("message", ""),
-                        resource=frozen(resource), scope=scope))
-                except TraceFormatError:
-                    raise
-                except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                    raise TraceFormatError(f"{here}: malformed span ({exc!r})") from exc
-    return spans
-
+from novalab.tracing.model import KINDS, Event, Link, Span, Trace, frozen
+from novalab.tracing.otlp_json import (  # noqa: F401 - the codec, re-exported for callers
+    TraceFormatError,
+    from_readable_spans,
+    hex_id,
+    spans_from_otlp,
+)
 
 # -- Jaeger JSON --------------------------------------------------------------------------
 
@@ -183,11 +86,11 @@ def spans_from_jaeger(doc: Mapping[str, Any], where: str = "Jaeger document") ->
                     name = str(fields.pop("event", "log"))
                     logs.append(Event(name, int(log.get("timestamp", 0)) * 1000, frozen(fields)))
                 spans.append(Span(
-                    trace_id=_hex_id(raw.get("traceID", trace.get("traceID")).rjust(32, "0"),
+                    trace_id=hex_id(raw.get("traceID", trace.get("traceID")).rjust(32, "0"),
                                      16, here + " traceID"),
-                    span_id=_hex_id(str(raw.get("spanID", "")).rjust(16, "0"), 8,
+                    span_id=hex_id(str(raw.get("spanID", "")).rjust(16, "0"), 8,
                                     here + " spanID"),
-                    parent_id=_hex_id(parent["spanID"].rjust(16, "0"), 8, here + " reference")
+                    parent_id=hex_id(parent["spanID"].rjust(16, "0"), 8, here + " reference")
                     if parent else None,
                     name=str(raw.get("operationName", "")),
                     kind=kind if kind in KINDS else "INTERNAL",
@@ -197,8 +100,8 @@ def spans_from_jaeger(doc: Mapping[str, Any], where: str = "Jaeger document") ->
                     end_ns=start_ns + int(raw.get("duration", 0)) * 1000,
                     attributes=frozen(tags),
                     events=tuple(logs),
-                    links=tuple(Link(_hex_id(r["traceID"].rjust(32, "0"), 16, here + " ref"),
-                                     _hex_id(r["spanID"].rjust(16, "0"), 8, here + " ref"))
+                    links=tuple(Link(hex_id(r["traceID"].rjust(32, "0"), 16, here + " ref"),
+                                     hex_id(r["spanID"].rjust(16, "0"), 8, here + " ref"))
                                 for r in links),
                     status=str(code).upper() if str(code).upper() in ("OK", "ERROR") else "UNSET",
                     status_message=str(message),
@@ -208,38 +111,6 @@ def spans_from_jaeger(doc: Mapping[str, Any], where: str = "Jaeger document") ->
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise TraceFormatError(f"{here}: malformed span ({exc!r})") from exc
     return spans
-
-
-# -- in-memory SDK spans ------------------------------------------------------------------
-
-def from_readable_spans(spans: Iterable[Any]) -> list[Span]:
-    """Convert the SDK's ``ReadableSpan`` objects (e.g. ``BootResult.spans``)."""
-    out: list[Span] = []
-    for span in spans:
-        ctx = span.context
-        resource = dict(span.resource.attributes) if span.resource else {}
-        status = span.status
-        out.append(Span(
-            trace_id=format(ctx.trace_id, "032x"),
-            span_id=format(ctx.span_id, "016x"),
-            parent_id=format(span.parent.span_id, "016x") if span.parent else None,
-            name=span.name,
-            kind=span.kind.name,
-            service=str(resource.get("service.name", "unknown_service")),
-            host=resource.get("host.name"),
-            start_ns=int(span.start_time or 0),
-            end_ns=int(span.end_time or span.start_time or 0),
-            attributes=frozen(dict(span.attributes or {})),
-            events=tuple(Event(e.name, int(e.timestamp), frozen(dict(e.attributes or {})))
-                         for e in span.events),
-            links=tuple(Link(format(ln.context.trace_id, "032x"),
-                             format(ln.context.span_id, "016x"),
-                             frozen(dict(ln.attributes or {}))) for ln in span.links),
-            status=status.status_code.name if status else "UNSET",
-            status_message=(status.description or "") if status else "",
-            resource=frozen(resource),
-            scope=span.instrumentation_scope.name if span.instrumentation_scope else ""))
-    return out
 
 
 # -- files ----------------------------------------------------------------------------------

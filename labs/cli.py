@@ -6,7 +6,8 @@
     novalab diagram TRACE        sequence diagrams and call graphs
     novalab export jaeger TRACE  a file Jaeger's UI can open
     novalab up / status / down   every service as its own process (RabbitMQ, a SQL server)
-    novalab trace collect        merge the per-process trace files of `up` into one trace
+    novalab trace list           the traces of the running or last cloud, boots first
+    novalab trace show|collect   one trace (by --server, --request-id, --trace-id, --latest)
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from rich.table import Table
 
 from novalab.diagrams.cli import register as register_diagrams
 from novalab.reference.deploy.commands import register as register_deploy
+from novalab.tracing.cli import register as register_trace
 
 console = Console(stderr=True, highlight=False)
 
@@ -146,11 +148,32 @@ def boot(out_dir, name, flavor, image, computes, transport, db, libvirt_uri, sta
         raise SystemExit(1) from exc
     path = write_trace_file(Path(out_dir) / "trace.json", result.spans)
     embedded.stop()
+    _keep_in_store(telemetry, embedded.config.state_dir)
     telemetry.shutdown()
     _summary(result, Counter(s.resource.attributes.get("service.name") for s in result.spans),
              path)
     _pictures(result.spans, path, no_diagrams)
     sys.exit(0 if result.active else 1)
+
+
+def _keep_in_store(telemetry, state_dir: Path) -> None:
+    """Put every span of this process into the cloud's trace store, as serve and up do.
+
+    The embedded boot keeps its spans in memory (cheaper than a file exporter on
+    the boot's critical path) and writes them to STATE_DIR/traces/boot.jsonl
+    once, so `novalab trace list --state-dir STATE_DIR` finds this boot too.
+    """
+    from novalab.tracing import store
+    from novalab.tracing.otlp_json import OtlpJsonLinesExporter
+
+    exporter = OtlpJsonLinesExporter(Path(state_dir) / "traces" / "boot.jsonl")
+    try:
+        spans = telemetry.finished_spans()
+        for start in range(0, len(spans), 512):
+            exporter.export(spans[start:start + 512])
+    finally:
+        exporter.shutdown()
+    store.register(state_dir, "boot")
 
 
 def _on_change(server) -> None:
@@ -222,18 +245,27 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, verbose):
 
     keystone 5000, nova 8774, nova metadata 8775, cinder 8776, glance 9292,
     neutron 9696, the metadata proxy 8780, ceph-mon 6789 and ceph-rgw 7480.
-    Spans go to STATE_DIR/traces.jsonl (OTLP JSON lines) and, when
-    OTEL_EXPORTER_OTLP_ENDPOINT is set, over OTLP.
+    Spans go to the trace store in STATE_DIR/traces/ (OTLP JSON lines; find
+    them with `novalab trace list`) and, when OTEL_EXPORTER_OTLP_ENDPOINT is
+    set, over OTLP.
     """
     from novalab.reference.deploy.wiring import STANDARD_PORTS
+    from novalab.tracing import store
     from novalab.tracing.setup import Telemetry
 
     _configure_logging(verbose)
     state = Path(state_dir)
-    telemetry = Telemetry(file_path=state / "traces.jsonl")
+    pid_file = state / "run" / "serve.pid"
+    if store.running(state):
+        raise click.UsageError(f"a cloud already runs from {state} (pid file in {state / 'run'})"
+                               "; stop it first or give another --state-dir")
+    telemetry = Telemetry(file_path=state / "traces" / "serve.jsonl")
     config = _cloud_config(state, db, transport, computes, libvirt_uri, bind_host=bind_host,
                            ports=dict(STANDARD_PORTS))
     cloud = _start(config, telemetry)
+    pid_file.parent.mkdir(parents=True, exist_ok=True)
+    pid_file.write_text(f"{os.getpid()}\n")
+    store.register(state, "serve")
     # A plain flag: a signal handler must not take a lock the interrupted main
     # thread may hold (Event.set inside Event.wait deadlocks). Installed before
     # the variables are printed, so whoever reads them can already stop us.
@@ -248,16 +280,18 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, verbose):
         "OS_IDENTITY_API_VERSION": "3", "OS_REGION_NAME": "RegionOne",
     }.items():
         click.echo(f"export {key}={value}")
-    click.echo(f"# traces: {state / 'traces.jsonl'}   (Ctrl-C to stop)")
+    click.echo(f"# traces: {state / 'traces'}   (novalab trace list; Ctrl-C to stop)")
     while not stopping:
         time.sleep(0.2)
     console.print("stopping...")
     cloud.stop()
     telemetry.shutdown()
+    pid_file.unlink(missing_ok=True)
 
 
 register_diagrams(main)
 register_deploy(main)
+register_trace(main)
 
 if __name__ == "__main__":  # pragma: no cover
     main(prog_name=os.path.basename(sys.argv[0]))

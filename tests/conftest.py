@@ -18,6 +18,15 @@ from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
 from novalab.tracing.setup import Telemetry
 
 
+@pytest.fixture(autouse=True, scope="session")
+def own_deployment_registry(tmp_path_factory):
+    """The clouds tests start register their trace stores here, never in the user's
+    ``~/.local/state/novalab`` (subprocesses inherit the variable)."""
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("xdg-state"))
+    os.environ.pop("NOVALAB_STATE_DIR", None)
+    yield
+
+
 @pytest.fixture
 def amqp_url():
     """A RabbitMQ URL on a virtual host of this test's own (see ``loopback.own_vhost``)."""

@@ -24,6 +24,15 @@ PEER_SERVICE = "peer.service"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 
+# HTTP, as the instrumentation packages write them (stable conventions).
+HTTP_REQUEST_METHOD = "http.request.method"
+HTTP_ROUTE = "http.route"
+HTTP_RESPONSE_STATUS_CODE = "http.response.status_code"
+URL_PATH = "url.path"
+URL_FULL = "url.full"
+USER_AGENT_ORIGINAL = "user_agent.original"
+CLIENT_ADDRESS = "client.address"
+
 # Messaging (RPC over AMQP or the in-memory broker).
 MESSAGING_SYSTEM = "messaging.system"
 MESSAGING_OPERATION_NAME = "messaging.operation.name"
@@ -39,6 +48,15 @@ RPC_METHOD = "rpc.method"
 # oslo.messaging's own words: a cast expects no reply, a call waits for one.
 NOVALAB_RPC_STYLE = "novalab.rpc.style"
 
+# Database CLIENT spans (stable conventions): the SQLAlchemy instrumentation writes
+# system, namespace and text; reference/common/db.py the operation and collection.
+DB_SYSTEM_NAME = "db.system.name"
+DB_NAMESPACE = "db.namespace"
+DB_OPERATION_NAME = "db.operation.name"
+DB_COLLECTION_NAME = "db.collection.name"
+DB_QUERY_SUMMARY = "db.query.summary"
+DB_QUERY_TEXT = "db.query.text"
+
 # Nova's instance state machine, recorded where it changes.
 NOVA_INSTANCE_UUID = "nova.instance.uuid"
 NOVA_VM_STATE = "nova.instance.vm_state"
@@ -52,3 +70,17 @@ NOVA_INSTANCE_ACTION = "nova.instance.action"
 # OpenStack's request id (oslo.context ``request_id``, the ``X-OpenStack-Request-ID``
 # header): on every API's HTTP SERVER span and on the RPC spans that carry its context.
 OPENSTACK_REQUEST_ID = "openstack.request_id"
+
+# The trace store and the stitcher (novalab.tracing.store, .stitch): provenance of
+# what novalab inferred rather than recorded.
+NOVALAB_SYNTHETIC = "novalab.synthetic"
+NOVALAB_ORIGINAL_TRACE_ID = "novalab.original_trace_id"
+NOVALAB_STITCH_ROLE = "novalab.stitch.role"
+NOVALAB_STITCH_MATCH = "novalab.stitch.match"
+NOVALAB_STITCH_PARENT_INFERRED = "novalab.stitch.parent_inferred"
+NOVALAB_STITCH_TRACES = "novalab.stitch.traces"
+# The traced client of `novalab boot` names what it asked for.
+NOVALAB_SERVER_NAME = "novalab.server.name"
+NOVALAB_SERVER_STATUS = "novalab.server.status"
+NOVALAB_FLAVOR = "novalab.flavor"
+NOVALAB_IMAGE = "novalab.image"

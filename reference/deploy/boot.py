@@ -20,6 +20,7 @@ from novalab.reference.deploy.client import CloudClient
 from novalab.reference.deploy.embedded import EmbeddedCloud
 from novalab.tracing import collect
 from novalab.tracing.http import http_client
+from novalab.tracing.otlp_json import from_readable_spans
 
 CLIENT_SERVICE = "novalab-client"
 
@@ -117,13 +118,6 @@ def boot(cloud: EmbeddedCloud, request: BootRequest,
                       dropped=telemetry.dropped())
 
 
-def _hop(span: ReadableSpan) -> collect.Hop:
-    # The SDK's SpanKind counts from INTERNAL = 0; OTLP numbers start at 1.
-    return collect.Hop(span.context.span_id, span.parent.span_id if span.parent else None,
-                       span.kind.value + 1, [link.context.span_id for link in span.links],
-                       "http.request.method" in (span.attributes or {}))
-
-
 def collect_trace(telemetry, trace_id: int, timeout: float = 5.0) -> list[ReadableSpan]:
     """The trace's spans once it is whole: every span's parent has ended too, and
     every message and HTTP request in it reached its other end.
@@ -139,6 +133,6 @@ def collect_trace(telemetry, trace_id: int, timeout: float = 5.0) -> list[Readab
     while True:
         telemetry.force_flush()
         spans = telemetry.finished_spans(trace_id)
-        if not collect.incomplete(map(_hop, spans)) or time.monotonic() > deadline:
+        if not collect.incomplete(from_readable_spans(spans)) or time.monotonic() > deadline:
             return spans
         time.sleep(0.005)

@@ -1,4 +1,4 @@
-"""The deployment commands of ``novalab``: up, down, status, service, db, queues, trace.
+"""The deployment commands of ``novalab``: up, down, status, service, db, queues.
 
 ``register(main)`` adds them to the ``novalab`` group. The module also runs on
 its own (``python -m novalab.reference.deploy.commands ...``): that is how
@@ -9,7 +9,6 @@ its own (``python -m novalab.reference.deploy.commands ...``): that is how
     novalab service NAME          one service in the foreground
     novalab db sync               create or upgrade the schema (Alembic)
     novalab queues                novalab's exchanges and queues in RabbitMQ
-    novalab trace collect         one trace from all the processes' files
 """
 
 from __future__ import annotations
@@ -69,8 +68,8 @@ def _print_env(record: dict, state_dir: Path) -> None:
     click.echo("# novalab cloud is up. For the openstack CLI:")
     for key, value in record["os_env"].items():
         click.echo(f"export {key}={value}")
-    click.echo(f"# traces: {state_dir / 'traces'}/*.jsonl   "
-               f"(novalab trace collect --state-dir {state_dir} --latest -o trace.json)")
+    click.echo(f"# traces: {state_dir / 'traces'}   (novalab trace list; "
+               "novalab flow check --server NAME)")
 
 
 @click.command()
@@ -103,6 +102,9 @@ def up(computes, transport_url, db_url, otlp, state_dir, timeout):
         _fail(f"cannot start: {exc}")
     except processes.DeployError as exc:
         _fail(f"up failed: {exc}")
+    from novalab.tracing.store import register as register_store
+
+    register_store(record["state_dir"], "up")
     console.print(_status_table(processes.status(state_dir)))
     _print_env(record, Path(record["state_dir"]))
 
@@ -222,48 +224,7 @@ def queues(transport_url, api, everything):
     out.print(table)
 
 
-@click.group()
-def trace():
-    """Traces of a running deployment."""
-
-
-@trace.command("collect")
-@STATE_DIR
-@click.option("--trace-id", default=None, help="The trace id (32 hex digits).")
-@click.option("--server", "server_id", default=None,
-              help="A server's id: its boot as one trace, stitched if the client was "
-                   "not traced (the openstack CLI).")
-@click.option("--latest", is_flag=True, help="The latest trace a request started.")
-@click.option("-o", "--output", default="trace.json", show_default=True,
-              type=click.Path(dir_okay=False), help="The OTLP JSON file to write.")
-@click.option("--timeout", default=10.0, show_default=True,
-              help="Seconds to wait for the trace to be complete.")
-def trace_collect(state_dir, trace_id, server_id, latest, output, timeout):
-    """Merge the per-process trace files into one OTLP JSON document.
-
-    Choose the trace with exactly one of --trace-id, --server and --latest.
-    """
-    from novalab.tracing import collect
-
-    if sum(bool(x) for x in (trace_id, server_id, latest)) != 1:
-        _fail("choose exactly one of --trace-id, --server and --latest")
-    directory = Path(state_dir) / "traces"
-    if not collect.trace_files(directory):
-        _fail(f"no trace files in {directory}")
-    try:
-        document = collect.collect(directory, trace_id=trace_id, latest=latest,
-                                   server_id=server_id, timeout=timeout)
-    except LookupError as exc:
-        _fail(str(exc), 1)
-    path = collect.write(document, output)
-    info = collect.summary(document)
-    console.print(f"trace {', '.join(sorted(info['trace_ids']))}: {info['spans']} spans from "
-                  f"{len(info['pids'])} processes ("
-                  + ", ".join(f"{k} {v}" for k, v in sorted(info["services"].items()))
-                  + f") -> {path}")
-
-
-COMMANDS = (up, down, status, service, db, queues, trace)
+COMMANDS = (up, down, status, service, db, queues)
 
 
 def register(group: click.Group) -> click.Group:

@@ -60,8 +60,8 @@ def boot_against_running(state_dir: str | os.PathLike, request: BootRequest,
             state["password"], request, on_change)
     finally:
         telemetry.shutdown()  # flushes the client's file before we read the others
-    records = collect.wait_for_trace(state_dir.traces, format(trace_id, "032x"),
-                                     timeout=collect_timeout)
+    spans = collect.wait_for_trace(state_dir.traces, format(trace_id, "032x"),
+                                   timeout=collect_timeout)
     return RunningBootResult(server=server, trace_id=trace_id, elapsed=elapsed,
-                             document=collect.to_document(records),
+                             document=collect.to_document(spans),
                              dropped=telemetry.dropped())

@@ -99,4 +99,5 @@ def test_serve_prints_os_variables_and_stops_on_sigint(tmp_path):
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
     assert proc.returncode == 0
-    assert Path(tmp_path / "traces.jsonl").stat().st_size > 0
+    assert Path(tmp_path / "traces" / "serve.jsonl").stat().st_size > 0
+    assert not (tmp_path / "run" / "serve.pid").exists()  # removed on a clean stop

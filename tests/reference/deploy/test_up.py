@@ -31,6 +31,7 @@ from novalab.reference.deploy.running import boot_against_running
 from novalab.reference.deploy.statedir import StateDir, Unit
 from novalab.reference.deploy.wiring import STANDARD_PORTS
 from novalab.tracing import collect
+from novalab.tracing.otlp_json import spans_from_otlp
 
 NOVALAB = [sys.executable, "-m", "novalab.reference.deploy.commands"]
 ROOT = Path(__file__).resolve().parents[3]
@@ -199,17 +200,15 @@ def test_openstack_cli_boot_is_stitched_into_one_trace(deployment, tmp_path):
     document = json.loads(out.read_text())
     info = collect.summary(document)
     assert len(info["trace_ids"]) == 1 and len(info["pids"]) >= 5
-    records = [collect.SpanRecord(rs["resource"], ss["scope"], span)
-               for rs in document["resourceSpans"] for ss in rs["scopeSpans"]
-               for span in ss["spans"]]
-    (root,) = collect.roots(records)
+    spans = spans_from_otlp(document)
+    (root,) = collect.roots(spans)
     assert root.name == "openstack client session (stitched)"
-    roles = [collect.attributes(link)["novalab.stitch.role"] for link in root.span["links"]]
+    roles = [link.attributes["novalab.stitch.role"] for link in root.links]
     assert {"token", "create", "poll"} <= set(roles) and roles.count("create") == 1
     # Every original trace is kept, named on its spans, and is one link of the root.
-    originals = {r.attr("novalab.original_trace_id") for r in records if r is not root}
-    assert originals == {link["traceId"] for link in root.span["links"]}
-    assert not collect.orphans(records)
+    originals = {s.get("novalab.original_trace_id") for s in spans if s is not root}
+    assert originals == {link.trace_id for link in root.links}
+    assert not collect.orphans(spans)
 
 
 def test_queues_lists_what_novalab_declared(deployment):

@@ -1,0 +1,255 @@
+"""``novalab trace``: list, show and collect the traces in a deployment's trace store.
+
+    novalab trace list [--server ID|NAME] [--request-id REQ] [--since 10m] [--json]
+    novalab trace show   --server NAME | --request-id REQ | --trace-id ID | --latest
+    novalab trace collect --server NAME ... -o trace.json
+
+The same four selectors (with ``--state-dir``) choose the trace for ``flow
+check``, ``diagram`` and ``export jaeger``: :func:`selector_options` adds them
+to a command and :func:`select_spans` resolves them. Without ``--state-dir``
+the store is found by ``store.locate`` (the running or last deployment).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from datetime import datetime
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from novalab.tracing import collect
+from novalab.tracing.model import Span, Trace
+from novalab.tracing.store import NoTrace, Row, TraceStore, locate
+
+console = Console(stderr=True, highlight=False)
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+class SelectionError(click.ClickException):
+    """No trace matches (exit code 1: the store was read, the trace is not there)."""
+
+    exit_code = 1
+
+
+def parse_since(text: str | None) -> int | None:
+    """``10m``, ``2h``, ``1d`` or an ISO time, as nanoseconds since the epoch."""
+    if not text:
+        return None
+    found = _DURATION.match(text.strip())
+    if found:
+        return int((time.time() - float(found.group(1)) * _UNITS[found.group(2)]) * 1e9)
+    try:
+        return int(datetime.fromisoformat(text).timestamp() * 1e9)
+    except ValueError as exc:
+        raise click.BadParameter(f"{text!r}: give a duration (30s, 10m, 2h, 1d) or an ISO "
+                                 "time (2026-11-23T20:00)", param_hint="--since") from exc
+
+
+def selector_options(func):
+    """Add ``--state-dir``, ``--server``, ``--request-id``, ``--trace-id``, ``--latest``."""
+    options = [
+        click.option("--state-dir", default=None, type=click.Path(file_okay=False),
+                     help="The deployment's state directory (default: the running or last "
+                          "deployment novalab started; see `novalab trace stores`)."),
+        click.option("--server", default=None, metavar="ID|NAME",
+                     help="The boot of this server (by id, or by name: the newest)."),
+        click.option("--request-id", default=None, metavar="REQ",
+                     help="The trace of an OpenStack request id (req-..., as "
+                          "`openstack server event list` shows)."),
+        click.option("--trace-id", default=None,
+                     help="A trace id (32 hex digits): of the TRACE file, or in the store."),
+        click.option("--latest", is_flag=True, help="The latest boot (else request)."),
+        click.option("--timeout", default=10.0, show_default=True,
+                     help="Seconds to wait for a trace that is still arriving."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def open_store(state_dir: str | None) -> TraceStore:
+    try:
+        path = locate(state_dir)
+    except NoTrace as exc:
+        raise SelectionError(str(exc)) from exc
+    store = TraceStore(path)
+    if not store.exists():
+        raise SelectionError(f"no trace files in {store.traces_dir}")
+    return store
+
+
+def select_spans(*, state_dir=None, server=None, request_id=None, trace_id=None,
+                 latest=False, timeout=10.0) -> tuple[list[Span], Row]:
+    """The spans of the trace the selectors name, from the store (one trace id)."""
+    if sum(bool(x) for x in (server, request_id, trace_id, latest)) != 1:
+        raise click.UsageError("choose the trace with exactly one of --server, --request-id, "
+                               "--trace-id and --latest")
+    store = open_store(state_dir)
+    try:
+        selection = store.select(server=server, request_id=request_id, trace_id=trace_id,
+                                 latest=latest, timeout=timeout)
+    except NoTrace as exc:
+        raise SelectionError(str(exc)) from exc
+    if selection.note:
+        console.print(f"[yellow]note:[/] {selection.note}")
+    return selection.spans, selection.row
+
+
+# -- presentation -------------------------------------------------------------------------------
+
+def _when(ns: int) -> str:
+    moment = datetime.fromtimestamp(ns / 1e9)
+    today = datetime.now().date() == moment.date()
+    return moment.strftime("%H:%M:%S" if today else "%Y-%m-%d %H:%M:%S")
+
+
+def _servers(row: Row) -> str:
+    return ", ".join(f"{name or '?'} ({uuid})" for uuid, name in row.servers.items()) or "-"
+
+
+def _steps(store: TraceStore, row: Row) -> str:
+    """``matched/total`` of the classic flow for a boot row (the flow check, run now)."""
+    if row.kind != "boot":
+        return "-"
+    from novalab.diagrams.check import check
+    from novalab.diagrams.flows import get_flow
+
+    spans = store.load(row)
+    if not spans:
+        return "?"
+    result = check(Trace.of(spans), get_flow("classic"))
+    return f"{result.matched}/{len(result.results)}"
+
+
+@click.group("trace")
+def trace_group():
+    """Find the trace of what you just did: list, show, collect."""
+
+
+@trace_group.command("list")
+@click.option("--state-dir", default=None, type=click.Path(file_okay=False),
+              help="The deployment's state directory (default: the running or last one).")
+@click.option("--server", default=None, metavar="ID|NAME", help="Only boots of this server.")
+@click.option("--request-id", default=None, metavar="REQ",
+              help="Only the trace with this request id.")
+@click.option("--since", default=None, metavar="WHEN",
+              help="Only traces started since: 30s, 10m, 2h, 1d or an ISO time.")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 100000),
+              help="At most this many rows, newest first.")
+@click.option("--all", "everything", is_flag=True,
+              help="Also periodic work, health probes and the requests a boot stands for.")
+@click.option("--no-steps", is_flag=True, help="Skip the flow check of each boot (faster).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def trace_list(state_dir, server, request_id, since, limit, everything, no_steps, as_json):
+    """List the traces of a deployment, newest first.
+
+    A boot made with the openstack CLI is one row, stitched from the CLI's
+    separate requests (token, lookups, POST /servers, polls); pass its TRACE ID
+    or the server's name to `flow check`, `diagram` and `export jaeger`.
+    """
+    store = open_store(state_dir).refresh()
+    rows = store.rows(everything=everything)
+    since_ns = parse_since(since)
+    if since_ns is not None:
+        rows = [r for r in rows if r.start_ns >= since_ns]
+    if server:
+        rows = [r for r in rows if server in r.servers or server in r.servers.values()]
+    if request_id:
+        rows = [r for r in rows if request_id in r.request_ids]
+    rows = rows[:limit]
+    steps = {r.id: ("-" if no_steps else _steps(store, r)) for r in rows}
+    if as_json:
+        click.echo(json.dumps([dict(r.to_dict(), steps=steps[r.id]) for r in rows], indent=1))
+        return
+    table = Table(title=f"traces in {store.state_dir} (newest first)", title_justify="left")
+    table.add_column("trace id", no_wrap=True)
+    for column in ("started", "operation", "server", "request id", "services", "spans",
+                   "steps", "status"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        request = row.create_request_id or (row.request_ids[0] if row.request_ids else "-")
+        more = len(row.request_ids) - 1 if request in row.request_ids else 0
+        table.add_row(row.id, _when(row.start_ns), row.operation, _servers(row),
+                      request + (f" (+{more})" if more > 0 else ""),
+                      str(len(row.services)), str(row.spans), steps[row.id],
+                      f"[red]{row.status}[/]" if row.status in ("ERROR", "500") else row.status)
+    Console(highlight=False, width=max(200, Console().width)).print(table)
+    if not rows:
+        console.print("no traces match" + ("" if everything else " (--all shows periodic "
+                                                                    "work and probes too)"))
+
+
+@trace_group.command("show")
+@selector_options
+@click.option("--attributes", "with_attributes", is_flag=True,
+              help="Print every span's attributes under it.")
+def trace_show(state_dir, server, request_id, trace_id, latest, timeout, with_attributes):
+    """Print one trace as a tree: offset, duration, service, kind and name of every span."""
+    spans, row = select_spans(state_dir=state_dir, server=server, request_id=request_id,
+                              trace_id=trace_id, latest=latest, timeout=timeout)
+    click.echo(format_tree(Trace.of(spans), with_attributes=with_attributes), nl=False)
+
+
+def format_tree(trace: Trace, *, with_attributes: bool = False) -> str:
+    """The trace as an indented tree, children in start order."""
+    lines = [f"trace {trace.trace_id}: {len(trace)} spans from {len(trace.services)} services"]
+
+    def walk(span: Span, depth: int) -> None:
+        lines.append(f"{trace.offset_ms(span.start_ns):>10.1f} ms {span.duration_ns / 1e6:>9.1f}"
+                     f" ms  {'  ' * depth}{span.service} {span.kind} {span.name}"
+                     + ("  [ERROR]" if span.status == "ERROR" else ""))
+        if with_attributes:
+            for key, value in sorted(span.attributes.items()):
+                lines.append(f"{'':>26}{'  ' * depth}  {key} = {value}")
+        for child in trace.children(span):
+            walk(child, depth + 1)
+
+    for root in trace.roots:
+        walk(root, 0)
+    return "\n".join(lines) + "\n"
+
+
+@trace_group.command("collect")
+@selector_options
+@click.option("-o", "--output", default="trace.json", show_default=True,
+              type=click.Path(dir_okay=False), help="The OTLP JSON file to write.")
+def trace_collect(state_dir, server, request_id, trace_id, latest, timeout, output):
+    """Write one trace from the store as one OTLP JSON document.
+
+    The spans come from every process's file; an openstack CLI boot is
+    stitched into one trace (see docs/tracing.md).
+    """
+    spans, row = select_spans(state_dir=state_dir, server=server, request_id=request_id,
+                              trace_id=trace_id, latest=latest, timeout=timeout)
+    document = collect.to_document(spans)
+    path = collect.write(document, output)
+    info = collect.summary(document)
+    console.print(f"trace {', '.join(sorted(info['trace_ids']))}: {info['spans']} spans from "
+                  f"{len(info['pids'])} processes ("
+                  + ", ".join(f"{k} {v}" for k, v in sorted(info["services"].items()))
+                  + f") -> {path}")
+
+
+@trace_group.command("stores")
+def trace_stores():
+    """The trace stores novalab knows (running deployments first)."""
+    from novalab.tracing.store import known_stores
+
+    stores = known_stores()
+    if not stores:
+        console.print("no trace store yet: `novalab boot`, `serve` or `up` makes one")
+        sys.exit(1)
+    for path, kind, live in stores:
+        click.echo(f"{path}  {kind}  {'running' if live else 'stopped'}")
+
+
+def register(main: click.Group) -> None:
+    main.add_command(trace_group)
+

@@ -20,6 +20,11 @@ from opentelemetry.metrics import NoOpMeter
 from sqlalchemy import Engine, MetaData, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+from sqlalchemy.sql.ddl import ExecutableDDLElement
+from sqlalchemy.sql.dml import UpdateBase
+from sqlalchemy.sql.selectable import Alias, Join, Select, TableClause
+
+from novalab.tracing import attributes as attr
 
 DEFAULT_URL = "sqlite:///novalab.db"
 
@@ -66,6 +71,77 @@ def instrument_engine(engine: Engine, tracer_provider) -> None:
     tracer = tracer_provider.get_tracer("opentelemetry.instrumentation.sqlalchemy")
     usage = NoOpMeter("novalab").create_up_down_counter("db.client.connections.usage")
     EngineTracer(tracer, engine, usage)
+    # Registered after the EngineTracer's listener, so it runs after the span exists.
+    event.listen(engine, "before_cursor_execute", _name_sql_span)
+
+
+# -- SQL span names ---------------------------------------------------------------------
+#
+# The instrumentation names a span "<first word of the SQL> <database>", which for
+# SQLite is the file's path ("SELECT /tmp/novalab-x/novalab.db"), and offers no hook
+# to name it otherwise. The database conventions name it "{db.operation.name}
+# {db.collection.name}" ("INSERT instances"). SQLAlchemy compiled the statement, so
+# it knows the operation and the table without reading the SQL text: this listener
+# renames the span the EngineTracer has just started (it keeps it in
+# ``context._otel_span``) and sets the two attributes. ``db.namespace`` (the
+# database) is the instrumentation's already.
+
+
+def _tables(from_clause) -> list[str] | None:
+    """The tables a FROM item reads, in order; None for an anonymous one (a subquery)."""
+    if isinstance(from_clause, Join):
+        left, right = _tables(from_clause.left), _tables(from_clause.right)
+        return None if left is None or right is None else left + right
+    if isinstance(from_clause, Alias) and isinstance(from_clause.element, TableClause):
+        from_clause = from_clause.element  # aliased(Model): still that table
+    if isinstance(from_clause, TableClause):
+        return [from_clause.fullname]
+    return None
+
+
+def sql_target(compiled_statement, statement: str) -> tuple[str, list[str]]:
+    """(operation, tables) of a statement, from what SQLAlchemy compiled.
+
+    ``tables`` is empty when they are unknown: raw SQL (``PRAGMA``, ``text()``),
+    whose operation is the first word of the SQL, as the instrumentation takes it.
+    """
+    if isinstance(compiled_statement, UpdateBase):  # INSERT, UPDATE, DELETE
+        return (compiled_statement.__visit_name__.upper(),
+                _tables(compiled_statement.table) or [])
+    if isinstance(compiled_statement, Select):
+        tables: list[str] = []
+        for from_clause in compiled_statement.get_final_froms():
+            found = _tables(from_clause)
+            if found is None:
+                return "SELECT", []
+            tables += [t for t in found if t not in tables]
+        return "SELECT", tables
+    operation = (statement.split(None, 1) or [""])[0]
+    if isinstance(compiled_statement, ExecutableDDLElement):  # CREATE TABLE instances ...
+        return operation, _tables(getattr(compiled_statement, "element", None)) or []
+    return operation, []
+
+
+def _name_sql_span(conn, cursor, statement, parameters, context, executemany) -> None:
+    span = getattr(context, "_otel_span", None)
+    if span is None or not span.is_recording():
+        return
+    compiled = getattr(context, "compiled", None)
+    operation, tables = sql_target(getattr(compiled, "statement", None), statement)
+    if not operation:
+        return
+    span.set_attribute(attr.DB_OPERATION_NAME, operation)
+    if len(tables) == 1:
+        span.set_attribute(attr.DB_COLLECTION_NAME, tables[0])
+        span.update_name(f"{operation} {tables[0]}")
+    elif tables:
+        # A join: the conventions set no collection name for several tables, and
+        # name the span by the query summary, "SELECT keystone_roles keystone_assignments".
+        summary = " ".join([operation, *tables])
+        span.set_attribute(attr.DB_QUERY_SUMMARY, summary)
+        span.update_name(summary)
+    else:
+        span.update_name(operation)
 
 
 class Database:

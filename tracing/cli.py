@@ -114,18 +114,22 @@ def _servers(row: Row) -> str:
     return ", ".join(f"{name or '?'} ({uuid})" for uuid, name in row.servers.items()) or "-"
 
 
-def _steps(store: TraceStore, row: Row) -> str:
-    """``matched/total`` of the classic flow for a boot row (the flow check, run now)."""
-    if row.kind != "boot":
-        return "-"
+def _steps(store: TraceStore, rows: list[Row]) -> dict[str, str]:
+    """``matched/expected`` of the classic flow for each boot row (the flow check, run now)."""
     from novalab.diagrams.check import check
     from novalab.diagrams.flows import get_flow
 
-    spans = store.load(row)
-    if not spans:
-        return "?"
-    result = check(Trace.of(spans), get_flow("classic"))
-    return f"{result.matched}/{len(result.results)}"
+    boots = [r for r in rows if r.kind == "boot"]
+    loaded = store.load_many(boots) if boots else {}
+    steps = {}
+    for row in rows:
+        spans = loaded.get(row.id)
+        if not spans:
+            steps[row.id] = "-" if row.kind != "boot" else "?"
+            continue
+        result = check(Trace.of(spans), get_flow("classic"))
+        steps[row.id] = f"{result.matched}/{len(result.results)}"
+    return steps
 
 
 @click.group("trace")
@@ -164,7 +168,7 @@ def trace_list(state_dir, server, request_id, since, limit, everything, no_steps
     if request_id:
         rows = [r for r in rows if request_id in r.request_ids]
     rows = rows[:limit]
-    steps = {r.id: ("-" if no_steps else _steps(store, r)) for r in rows}
+    steps = {r.id: "-" for r in rows} if no_steps else _steps(store, rows)
     if as_json:
         click.echo(json.dumps([dict(r.to_dict(), steps=steps[r.id]) for r in rows], indent=1))
         return

@@ -384,17 +384,26 @@ class TraceStore:
 
     def load(self, row: Row) -> list[Span]:
         """The spans of ``row`` as one trace (stitched for an untraced client's boot)."""
-        spans = self.spans(row.members)
-        if not row.stitched:
-            return [s for s in spans if s.trace_id == row.id] or spans
+        return self.load_many([row])[row.id]
+
+    def load_many(self, rows: list[Row]) -> dict[str, list[Span]]:
+        """:meth:`load` for many rows, reading the files once."""
         by_trace: dict[str, list[Span]] = {}
-        for span in spans:
+        for span in self.spans({m for row in rows for m in row.members}):
             by_trace.setdefault(span.trace_id, []).append(span)
-        server_id = next(iter(row.servers))
-        session = stitch.server_session(by_trace, server_id)
-        if session is None:
-            raise NoTrace(f"the trace that created server {server_id} is gone from the store")
-        return session
+        loaded: dict[str, list[Span]] = {}
+        for row in rows:
+            if not row.stitched:
+                loaded[row.id] = list(by_trace.get(row.id, ()))
+                continue
+            server_id = next(iter(row.servers))
+            session = stitch.server_session({m: by_trace[m] for m in row.members
+                                             if m in by_trace}, server_id)
+            if session is None:
+                raise NoTrace(f"the trace that created server {server_id} is gone from the "
+                              "store")
+            loaded[row.id] = session
+        return loaded
 
     def select(self, *, timeout: float = 10.0, settle: float = 0.5, **words) -> Selection:
         """:meth:`find` then :meth:`load`, waiting (bounded) while the trace is still arriving.

@@ -31,15 +31,28 @@ def test_help_explains_commands():
 
 def test_boot_writes_trace_and_exits_zero(tmp_path):
     out = tmp_path / "out"
+    # A registry of its own: the commands below must find this boot's store unaided.
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "xdg"))
     result = subprocess.run([*NOVALAB, "boot", "--out", str(out), "--state-dir",
-                             str(tmp_path / "state")], capture_output=True, text=True,
-                            timeout=120)
+                             str(tmp_path / "state"), "--name", "mine"], capture_output=True,
+                            text=True, timeout=120, env=env)
     assert result.returncode == 0, result.stderr
     assert "ACTIVE" in result.stderr
     doc = json.loads((out / "trace.json").read_text())
     trace_ids = {s["traceId"] for rs in doc["resourceSpans"] for ss in rs["scopeSpans"]
                  for s in ss["spans"]}
     assert len(trace_ids) == 1
+    # The same boot is in the store of the (temporary) cloud, found with no path given.
+    listed = subprocess.run([*NOVALAB, "trace", "list", "--json"], capture_output=True,
+                            text=True, timeout=60, env=env)
+    assert listed.returncode == 0, listed.stderr
+    (row,) = [r for r in json.loads(listed.stdout) if r["kind"] == "boot"]
+    assert row["trace_id"] in trace_ids and row["servers"][0]["name"] == "mine"
+    assert row["status"] == "ACTIVE" and row["steps"] == "58/58"
+    check = subprocess.run([*NOVALAB, "flow", "check", "--server", "mine"],
+                           capture_output=True, text=True, timeout=60, env=env)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "58/58 steps matched" in check.stdout
 
 
 def test_boot_error_exits_nonzero(tmp_path):

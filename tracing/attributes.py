@@ -2,9 +2,11 @@
 
 Where an OpenTelemetry semantic convention exists we use its name verbatim (the
 incubating ``messaging.*``, ``rpc.*``, ``peer.service`` and the stable ``code.*``,
-``server.*``, ``db.*``); the few ``nova.*`` and ``novalab.*`` names carry what no
-convention covers (instance state, the upstream source a span stands for). Kept
-as plain strings in one module so a learner can read the whole vocabulary here.
+``server.*``, ``db.*``); the ``nova.*``, ``neutron.*``, ``cinder.*``, ``ceph.*`` and
+``novalab.*`` names carry what no convention covers (instance state, the upstream
+source a span stands for). Kept as plain strings in one module so a learner can
+read the whole vocabulary here: the services write these constants and the
+diagram rules read the same ones (tests/tracing/test_attributes.py checks it).
 """
 
 # Resource
@@ -23,6 +25,11 @@ UPSTREAM_URL = "novalab.upstream.url"
 PEER_SERVICE = "peer.service"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
+
+# The other end of a socket, and how a call failed (general conventions).
+NETWORK_PEER_ADDRESS = "network.peer.address"
+NETWORK_PEER_PORT = "network.peer.port"
+ERROR_TYPE = "error.type"
 
 # HTTP, as the instrumentation packages write them (stable conventions).
 HTTP_REQUEST_METHOD = "http.request.method"
@@ -56,6 +63,52 @@ DB_OPERATION_NAME = "db.operation.name"
 DB_COLLECTION_NAME = "db.collection.name"
 DB_QUERY_SUMMARY = "db.query.summary"
 DB_QUERY_TEXT = "db.query.text"
+
+# Names the instrumentations wrote before the stable conventions: recorded traces
+# may still carry them, so the diagrams read them after the stable ones.
+DB_SYSTEM = "db.system"
+DB_STATEMENT = "db.statement"
+HTTP_METHOD = "http.method"
+HTTP_TARGET = "http.target"
+
+# Ceph (reference/ceph): no convention covers it, so novalab's own ceph.* names.
+CEPH_POOL = "ceph.pool"  # pool name
+CEPH_OBJECT = "ceph.object"  # object name (oid)
+CEPH_PG = "ceph.pg"  # placement group, "<pool id>.<pg hex>"
+CEPH_OSD = "ceph.osd"  # id of the OSD the op is sent to (client) / served by (server)
+CEPH_MAP_EPOCH = "ceph.map.epoch"  # cluster map epoch the sender acted on
+
+# Neutron (reference/neutron): the port and network a span works on.
+NEUTRON_NETWORK_ID = "neutron.network.id"
+NEUTRON_PORT_ID = "neutron.port.id"
+NEUTRON_PORT_STATUS = "neutron.port.status"
+# Provisioning blocks: which entity (dhcp, l2) cleared its block, how many remain.
+NEUTRON_PROVISIONING_ENTITY = "neutron.provisioning.entity"
+NEUTRON_PROVISIONING_REMAINING = "neutron.provisioning.remaining"
+# The DHCP agent's dnsmasq: real or novalab's stand-in, its pid, hosts it serves.
+NOVALAB_DNSMASQ_IMPLEMENTATION = "novalab.dnsmasq.implementation"
+NOVALAB_DNSMASQ_PID = "novalab.dnsmasq.pid"
+NOVALAB_DNSMASQ_HOSTS = "novalab.dnsmasq.hosts"
+# How long the L2 agent waited for a device to appear (an event attribute).
+NOVALAB_WAITED_S = "novalab.waited_s"
+
+# Cinder (reference/cinder): the volume a span works on.
+CINDER_VOLUME_ID = "cinder.volume.id"
+CINDER_VOLUME_STATUS = "cinder.volume.status"
+
+# A span made by a novalab stand-in for a part the test hypervisor lacks (QEMU, the
+# guest): its value says which part.
+NOVALAB_STAND_IN = "novalab.stand_in"
+
+# Read by the diagram rules (step 48): the volumes of the domain being defined,
+# written by reference/nova/virt/libvirt/driver.py.
+NOVA_VOLUME_IDS = "nova.volume.ids"
+
+# The tags the OpenTelemetry-to-Jaeger mapping adds to a span (diagrams/jaeger.py).
+SPAN_KIND = "span.kind"
+OTEL_STATUS_CODE = "otel.status_code"
+OTEL_STATUS_DESCRIPTION = "otel.status_description"
+OTEL_SCOPE_NAME = "otel.scope.name"
 
 # Nova's instance state machine, recorded where it changes.
 NOVA_INSTANCE_UUID = "nova.instance.uuid"

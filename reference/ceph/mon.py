@@ -35,6 +35,7 @@ from pathlib import Path
 from opentelemetry import trace
 
 from novalab.reference.ceph import errors, msgr
+from novalab.tracing import attributes as attr
 
 LOG = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ class Monitor:
             osd.update(addr=addr, up=True, weight=weight)
             osd["in"] = True
             self._commit()
-            trace.get_current_span().set_attribute(msgr.CEPH_EPOCH, self._map["epoch"])
+            trace.get_current_span().set_attribute(attr.CEPH_MAP_EPOCH, self._map["epoch"])
             return copy.deepcopy(self._map)
 
     def op_osd_down(self, args: dict, payload: bytes) -> dict:

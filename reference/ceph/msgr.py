@@ -45,17 +45,12 @@ _PAYLOAD_LEN = struct.Struct(">Q")
 MAX_HEADER = 1 << 20
 MAX_PAYLOAD = 256 << 20
 
-# Span vocabulary. rpc.*, peer.service, server.*, network.peer.* and error.type are
-# OpenTelemetry names; the ceph.* names are novalab's own (no convention covers Ceph).
+# Span vocabulary (tracing/attributes.py): rpc.*, peer.service, server.*,
+# network.peer.* and error.type are OpenTelemetry names; ceph.* are novalab's own (no
+# convention covers Ceph). The rpc.system of every Ceph span:
 RPC_SYSTEM = "ceph"
-NETWORK_PEER_ADDRESS = "network.peer.address"
-NETWORK_PEER_PORT = "network.peer.port"
-ERROR_TYPE = "error.type"
-CEPH_POOL = "ceph.pool"          # pool name
-CEPH_OBJECT = "ceph.object"      # object name (oid)
-CEPH_PG = "ceph.pg"              # placement group, "<pool id>.<pg hex>"
-CEPH_OSD = "ceph.osd"            # id of the OSD the op is sent to (client) / served by (server)
-CEPH_EPOCH = "ceph.map.epoch"    # cluster map epoch the sender acted on
+# Callers name a span's placement group as ``msgr.CEPH_PG`` (tests/reference/ceph).
+CEPH_PG = attr.CEPH_PG
 
 # Errors that are the caller's business (the daemon did its job): no ERROR status on
 # the SERVER span, as HTTP servers leave 4xx unmarked. The CLIENT span is marked.
@@ -207,9 +202,11 @@ class Server:
                       attr.RPC_METHOD: op, attr.SERVER_ADDRESS: self.host,
                       attr.SERVER_PORT: self.port}
         if peer:
-            attributes[NETWORK_PEER_ADDRESS], attributes[NETWORK_PEER_PORT] = peer[0], peer[1]
+            attributes[attr.NETWORK_PEER_ADDRESS] = peer[0]
+            attributes[attr.NETWORK_PEER_PORT] = peer[1]
         if isinstance(args, dict):
-            for key, name in (("pool", CEPH_POOL), ("oid", CEPH_OBJECT), ("epoch", CEPH_EPOCH)):
+            for key, name in (("pool", attr.CEPH_POOL), ("oid", attr.CEPH_OBJECT),
+                              ("epoch", attr.CEPH_MAP_EPOCH)):
                 if isinstance(args.get(key), str | int):
                     attributes[name] = args[key]
         # The span ends before the reply is sent, so a caller holding the reply can
@@ -230,14 +227,14 @@ class Server:
                 raise errors.InvalidArgumentError("args must be a JSON object")
             result = method(args, payload)
         except errors.Error as exc:
-            span.set_attribute(ERROR_TYPE, exc.code)
+            span.set_attribute(attr.ERROR_TYPE, exc.code)
             if exc.code not in _CALLER_ERRORS:
                 span.set_status(trace.StatusCode.ERROR, str(exc))
             return {"ok": False, "error": {"code": exc.code, "message": str(exc)}}, b""
         except Exception as exc:
             LOG.exception("%s: op %s failed", self.name, op)
             span.record_exception(exc)
-            span.set_attribute(ERROR_TYPE, type(exc).__name__)
+            span.set_attribute(attr.ERROR_TYPE, type(exc).__name__)
             span.set_status(trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
             return {"ok": False, "error": {"code": "EIO",
                                            "message": f"{type(exc).__name__}: {exc}"}}, b""
@@ -290,7 +287,7 @@ class Connection:
                     raise errors.from_code(str(error.get("code", "EIO")),
                                            str(error.get("message", "")))
             except errors.Error as exc:
-                span.set_attribute(ERROR_TYPE, exc.code)
+                span.set_attribute(attr.ERROR_TYPE, exc.code)
                 raise
             return reply.get("result") or {}, data
 

@@ -46,6 +46,7 @@ from opentelemetry import trace
 
 from novalab.reference.ceph import crush, errors, msgr
 from novalab.reference.ceph.mon import MonClient
+from novalab.tracing import attributes as attr
 
 LOG = logging.getLogger(__name__)
 
@@ -297,8 +298,8 @@ class OSD:
             raise errors.InvalidArgumentError(f"pool '{pool_name}' has no pg {pg:x}")
         placement = crush.pg_placement(cluster_map, pool, pg, oid)
         span = trace.get_current_span()
-        span.set_attribute(msgr.CEPH_PG, placement.pgid)
-        span.set_attribute(msgr.CEPH_OSD, self.id)
+        span.set_attribute(attr.CEPH_PG, placement.pgid)
+        span.set_attribute(attr.CEPH_OSD, self.id)
         return placement
 
     def _primary_placement(self, args: dict, *, pg: int | None = None) -> crush.Placement:
@@ -364,9 +365,9 @@ class OSD:
         forwarded = dict(args, mutation=op, pg=placement.pg, epoch=cluster_map["epoch"])
         for osd_id in placement.replicas:
             address = crush.osd_address(cluster_map, osd_id)
-            attributes = {msgr.CEPH_POOL: placement.pool["name"], msgr.CEPH_OBJECT: placement.oid,
-                          msgr.CEPH_PG: placement.pgid, msgr.CEPH_OSD: osd_id,
-                          msgr.CEPH_EPOCH: cluster_map["epoch"]}
+            attributes = {attr.CEPH_POOL: placement.pool["name"],
+                          attr.CEPH_OBJECT: placement.oid, attr.CEPH_PG: placement.pgid,
+                          attr.CEPH_OSD: osd_id, attr.CEPH_MAP_EPOCH: cluster_map["epoch"]}
             try:
                 self.peers.get(address).call("replica_write", forwarded, payload, attributes)
             except (errors.ConnectionFailed, errors.TimedOut) as exc:

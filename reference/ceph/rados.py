@@ -31,6 +31,7 @@ from novalab.reference.ceph.errors import (  # noqa: F401 (librados names)
     ObjectNotFound,
 )
 from novalab.reference.ceph.mon import DEFAULT_PG_NUM, DEFAULT_SIZE, MonClient
+from novalab.tracing import attributes as attr
 
 
 class Rados:
@@ -117,15 +118,15 @@ class Rados:
                 placement = crush.locate(cluster_map, pool, oid)
             else:
                 placement = crush.pg_placement(cluster_map, pool_ref, pg)
-            attributes = {msgr.CEPH_POOL: pool, msgr.CEPH_PG: placement.pgid,
-                          msgr.CEPH_EPOCH: cluster_map["epoch"]}
+            attributes = {attr.CEPH_POOL: pool, attr.CEPH_PG: placement.pgid,
+                          attr.CEPH_MAP_EPOCH: cluster_map["epoch"]}
             if oid is not None:
-                attributes[msgr.CEPH_OBJECT] = oid
+                attributes[attr.CEPH_OBJECT] = oid
             try:
                 if placement.primary is None:
                     raise errors.NoUpOSD(f"pg {placement.pgid} has no up OSD in epoch "
                                          f"{cluster_map['epoch']}")
-                attributes[msgr.CEPH_OSD] = placement.primary
+                attributes[attr.CEPH_OSD] = placement.primary
                 connection = self._osds.get(crush.osd_address(cluster_map, placement.primary))
                 request = {"pool": pool, "epoch": cluster_map["epoch"], **(args or {})}
                 if oid is not None:

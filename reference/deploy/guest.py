@@ -23,6 +23,7 @@ from opentelemetry import trace
 
 from novalab.reference.deploy.wiring import Wiring
 from novalab.reference.neutron.guest_agent import fetch_metadata
+from novalab.tracing import attributes as attr
 
 LOG = logging.getLogger(__name__)
 
@@ -55,8 +56,9 @@ class GuestBoots:
         try:
             with tracer.start_as_current_span(
                     "cloud-init init", links=[link],
-                    attributes={"novalab.stand_in": "guest first boot (libvirt test hypervisor)",
-                                "nova.instance.uuid": instance["uuid"]}):
+                    attributes={attr.NOVALAB_STAND_IN:
+                                "guest first boot (libvirt test hypervisor)",
+                                attr.NOVA_INSTANCE_UUID: instance["uuid"]}):
                 with self.w.http("cloud-init", hostname) as http:
                     self.results[instance["uuid"]] = fetch_metadata(
                         self.w.urls["metadata-proxy"], _fixed_ip(vif), vif["network"]["id"],

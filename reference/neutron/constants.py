@@ -6,6 +6,8 @@ messages and rows look as they do in a real deployment.
 
 from __future__ import annotations
 
+from novalab.tracing import attributes as attr
+
 # Port status (neutron_lib.constants.PORT_STATUS_*).
 PORT_STATUS_DOWN = "DOWN"
 PORT_STATUS_BUILD = "BUILD"
@@ -53,10 +55,6 @@ def bridge_name(network_id: str) -> str:
     return ("brq" + network_id)[:DEVICE_NAME_LEN]
 
 
-# Span attributes for what no semantic convention covers (kept next to the topics
-# they describe; tracing/attributes.py holds the shared vocabulary).
-ATTR_NETWORK_ID = "neutron.network.id"
-ATTR_PORT_ID = "neutron.port.id"
-ATTR_PORT_STATUS = "neutron.port.status"
-ATTR_PROVISIONING_ENTITY = "neutron.provisioning.entity"
-ATTR_DNSMASQ_HOSTS = "novalab.dnsmasq.hosts"
+# Span attributes live in tracing/attributes.py (neutron.*, novalab.dnsmasq.*); this
+# one keeps its old name for tests/reference/neutron.
+ATTR_DNSMASQ_HOSTS = attr.NOVALAB_DNSMASQ_HOSTS

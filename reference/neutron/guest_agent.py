@@ -15,6 +15,8 @@ from __future__ import annotations
 import httpx
 from opentelemetry import trace
 
+from novalab.tracing import attributes as attr
+
 CLOUD_INIT_URL = ("https://github.com/canonical/cloud-init/blob/main/"
                   "cloudinit/sources/helpers/openstack.py")
 
@@ -35,9 +37,9 @@ def fetch_metadata(proxy_url: str, fixed_ip: str, network_id: str, http: httpx.C
     """
     tracer = tracer or trace.NoOpTracer()
     with tracer.start_as_current_span("MetadataReader.read_v2", attributes={
-            "code.function.name": "cloudinit.sources.helpers.openstack.MetadataReader.read_v2",
-            "code.file.path": "cloudinit/sources/helpers/openstack.py",
-            "novalab.upstream.url": CLOUD_INIT_URL}):
+            attr.CODE_FUNCTION_NAME: "cloudinit.sources.helpers.openstack.MetadataReader.read_v2",
+            attr.CODE_FILE_PATH: "cloudinit/sources/helpers/openstack.py",
+            attr.UPSTREAM_URL: CLOUD_INIT_URL}):
         response = http.get(f"{proxy_url.rstrip('/')}{path}",
                             headers=metadata_headers(fixed_ip, network_id))
         if response.status_code != 200:

@@ -28,6 +28,7 @@ from novalab.reference.cinder import exception, policy
 from novalab.reference.cinder.db import api as db_api
 from novalab.reference.common.context import RequestContext
 from novalab.reference.common.db import Database
+from novalab.tracing import attributes as attr
 from novalab.tracing.spans import upstream
 
 LOG = logging.getLogger(__name__)
@@ -126,7 +127,7 @@ class API:
             "display_name": name, "display_description": description,
             "volume_type": DEFAULT_VOLUME_TYPE, "metadata": metadata,
             "availability_zone": AVAILABILITY_ZONE})
-        trace.get_current_span().set_attribute("cinder.volume.id", volume["id"])
+        trace.get_current_span().set_attribute(attr.CINDER_VOLUME_ID, volume["id"])
         request_spec = {"volume_properties": {"size": size, "project_id": context.project_id},
                         "image_id": image_id, "image_meta": image}
         self.volume_rpcapi.create_volume(context, volume, request_spec)

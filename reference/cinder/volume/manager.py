@@ -29,6 +29,7 @@ from novalab.reference.cinder import exception, message
 from novalab.reference.cinder.db import api as db_api
 from novalab.reference.common.context import RequestContext, get_admin_context
 from novalab.reference.common.db import Database, utcnow
+from novalab.tracing import attributes as attr
 from novalab.tracing.spans import upstream
 
 LOG = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ class VolumeManager:
             raise
         db_api.volume_update(self.db, volume_id, {"status": "available",
                                                   "launched_at": utcnow()})
-        trace.get_current_span().set_attribute("cinder.volume.status", "available")
+        trace.get_current_span().set_attribute(attr.CINDER_VOLUME_STATUS, "available")
 
     @upstream(FLOW, "CreateVolumeFromSpecTask._create_raw_volume")
     def _create_raw_volume(self, context, volume: dict) -> None:

@@ -26,8 +26,8 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from novalab.reference.common.db import Database
-from novalab.reference.neutron import constants
 from novalab.reference.neutron.db.models import ProvisioningBlock
+from novalab.tracing import attributes as attr
 from novalab.tracing.spans import upstream
 
 LOG = logging.getLogger(__name__)
@@ -53,8 +53,8 @@ class ProvisioningBlocks:
     @upstream("neutron/db/provisioning_blocks.py", "add_provisioning_component")
     def add_provisioning_component(self, session: Session, object_id: str, entity: str) -> None:
         """Block ``object_id`` until ``entity`` reports; part of the caller's transaction."""
-        trace.get_current_span().set_attributes({constants.ATTR_PORT_ID: object_id,
-                                                 constants.ATTR_PROVISIONING_ENTITY: entity})
+        trace.get_current_span().set_attributes({attr.NEUTRON_PORT_ID: object_id,
+                                                 attr.NEUTRON_PROVISIONING_ENTITY: entity})
         exists = session.get(ProvisioningBlock, (object_id, entity))
         if exists is None:  # a leftover block from an earlier update is fine
             session.add(ProvisioningBlock(object_id=object_id, entity=entity))
@@ -84,8 +84,8 @@ class ProvisioningBlocks:
     def provisioning_complete(self, object_id: str, entity: str) -> None:
         """``entity`` is done with ``object_id``; fire the callbacks if nothing is left."""
         span = trace.get_current_span()
-        span.set_attributes({constants.ATTR_PORT_ID: object_id,
-                             constants.ATTR_PROVISIONING_ENTITY: entity})
+        span.set_attributes({attr.NEUTRON_PORT_ID: object_id,
+                             attr.NEUTRON_PROVISIONING_ENTITY: entity})
         with self._lock:
             with self.db.session() as session:
                 self.remove_provisioning_component(session, object_id, entity)
@@ -93,7 +93,7 @@ class ProvisioningBlocks:
                 remaining = self._blocks(session, object_id)
         if remaining:
             LOG.debug("Port %s still blocked by %s", object_id, remaining)
-            span.set_attribute("neutron.provisioning.remaining", remaining)
+            span.set_attribute(attr.NEUTRON_PROVISIONING_REMAINING, remaining)
             return
         for callback in self._callbacks:
             callback(object_id, entity)

@@ -37,6 +37,7 @@ from novalab.reference.neutron.db.provisioning_blocks import (
 )
 from novalab.reference.neutron.server import ipam, policy
 from novalab.reference.neutron.server.agents_db import AgentDbMixin
+from novalab.tracing import attributes as attr
 from novalab.tracing.spans import upstream
 
 LOG = logging.getLogger(__name__)
@@ -387,8 +388,8 @@ class Ml2Plugin:
                     raise n_exc.Conflict("The requested address or MAC is already in use "
                                          f"on network {attrs['network_id']}.") from None
                 LOG.debug("Address race creating a port; retrying")
-        trace.get_current_span().set_attributes({constants.ATTR_PORT_ID: port["id"],
-                                                 constants.ATTR_NETWORK_ID: port["network_id"]})
+        trace.get_current_span().set_attributes({attr.NEUTRON_PORT_ID: port["id"],
+                                                 attr.NEUTRON_NETWORK_ID: port["network_id"]})
         self._after_create_port(context, port, network)
         return port
 
@@ -493,8 +494,8 @@ class Ml2Plugin:
             port = self._port_dict(session, row, context)
             network = self._network_dict(session, session.get(Network, row.network_id),
                                          get_admin_context())
-        trace.get_current_span().set_attributes({constants.ATTR_PORT_ID: port_id,
-                                                 constants.ATTR_NETWORK_ID: port["network_id"]})
+        trace.get_current_span().set_attributes({attr.NEUTRON_PORT_ID: port_id,
+                                                 attr.NEUTRON_NETWORK_ID: port["network_id"]})
         self._notify_dhcp(context, "port_update_end", {"port": port})
         if old_host and old_host != row.binding_host_id and self.l2_notifier:
             self.l2_notifier.port_delete(context, port_id, port["network_id"], old_host)
@@ -529,8 +530,8 @@ class Ml2Plugin:
     def update_port_status(self, context: RequestContext, port_id: str, status: str) -> bool:
         """Save a new status; tell Nova when that means a VIF was (un)plugged."""
         span = trace.get_current_span()
-        span.set_attributes({constants.ATTR_PORT_ID: port_id,
-                             constants.ATTR_PORT_STATUS: status})
+        span.set_attributes({attr.NEUTRON_PORT_ID: port_id,
+                             attr.NEUTRON_PORT_STATUS: status})
         with self.db.session() as session:
             row = session.get(Port, port_id)
             if row is None or row.status == status:

@@ -35,6 +35,7 @@ from opentelemetry import trace
 from novalab.reference.common.context import RequestContext, get_admin_context
 from novalab.reference.neutron import constants
 from novalab.reference.neutron.agent.rpc import PluginApi
+from novalab.tracing import attributes as attr
 from novalab.tracing.libvirt import TracedConnection, client_span
 from novalab.tracing.spans import upstream
 
@@ -228,10 +229,10 @@ class L2Agent:
         started = time.monotonic()
         if not self.mgr.wait_for_device(constants.tap_name(device)):
             LOG.warning("Device %s did not appear on %s; not reporting it up", device, self.host)
-            span.add_event("device did not appear", {"neutron.port.id": device})
+            span.add_event("device did not appear", {attr.NEUTRON_PORT_ID: device})
             return
-        span.add_event("device appeared", {"neutron.port.id": device,
-                                           "novalab.waited_s": time.monotonic() - started})
+        span.add_event("device appeared", {attr.NEUTRON_PORT_ID: device,
+                                           attr.NOVALAB_WAITED_S: time.monotonic() - started})
         details = self.plugin_rpc.get_device_details(context, device, self.agent_id, self.host)
         if "port_id" not in details:
             LOG.info("Device %s not defined on plugin or binding failed", device)

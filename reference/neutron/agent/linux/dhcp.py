@@ -54,7 +54,6 @@ LOG = logging.getLogger(__name__)
 STANDIN_MODULE = "novalab.reference.neutron.agent.linux.dnsmasq_standin"
 LEASE_TIME = "86400s"
 READY_TIMEOUT = 10.0
-ATTR_IMPLEMENTATION = "novalab.dnsmasq.implementation"
 
 
 class DnsmasqError(RuntimeError):
@@ -175,9 +174,9 @@ class Dnsmasq:
         return self.tracer.start_as_current_span(
             f"dnsmasq {operation}", kind=trace.SpanKind.CLIENT, attributes={
                 attr.PEER_SERVICE: "dnsmasq",
-                ATTR_IMPLEMENTATION: "dnsmasq" if self.real else STANDIN_MODULE,
-                constants.ATTR_DNSMASQ_HOSTS: hosts,
-                constants.ATTR_NETWORK_ID: self.network["id"]})
+                attr.NOVALAB_DNSMASQ_IMPLEMENTATION: "dnsmasq" if self.real else STANDIN_MODULE,
+                attr.NOVALAB_DNSMASQ_HOSTS: hosts,
+                attr.NEUTRON_NETWORK_ID: self.network["id"]})
 
     @upstream("neutron/agent/linux/dhcp.py", "Dnsmasq.enable")
     def enable(self) -> None:
@@ -194,7 +193,7 @@ class Dnsmasq:
                 self.process = subprocess.Popen(
                     self._build_cmdline(), stdin=subprocess.DEVNULL, stdout=stderr,
                     stderr=stderr, start_new_session=True)
-            span.set_attribute("novalab.dnsmasq.pid", self.process.pid)
+            span.set_attribute(attr.NOVALAB_DNSMASQ_PID, self.process.pid)
             self._wait_for_read(seen)
 
     @upstream("neutron/agent/linux/dhcp.py", "Dnsmasq.reload_allocations")
@@ -205,7 +204,7 @@ class Dnsmasq:
             return
         hosts = self._output_config_files()
         with self._client_span("reload", hosts) as span:
-            span.set_attribute("novalab.dnsmasq.pid", self.process.pid)
+            span.set_attribute(attr.NOVALAB_DNSMASQ_PID, self.process.pid)
             seen = self._reads()
             os.kill(self.process.pid, signal.SIGHUP)
             self._wait_for_read(seen)

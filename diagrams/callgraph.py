@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from novalab.diagrams.model import Span, Trace
 from novalab.diagrams.semantics import http_method, is_messaging, messaging_operation
+from novalab.tracing import attributes as attr
 
 FORMATS = ("svg", "png", "dot")
 
@@ -76,8 +77,8 @@ def _is_nova(service: str) -> bool:
 
 def _split_code(span: Span) -> tuple[str, str] | None:
     """(module, qualname) of the upstream function a span stands for."""
-    function = span.get("code.function.name")
-    path = span.get("code.file.path")
+    function = span.get(attr.CODE_FUNCTION_NAME)
+    path = span.get(attr.CODE_FILE_PATH)
     if function and path:
         module = str(path).removesuffix(".py").replace("/", ".")
         if str(function).startswith(module + "."):
@@ -146,7 +147,7 @@ class CallGraph:
             label = module.removeprefix("nova.").replace(".", "/") + ".py"
             key = f"{span.service}/{module}"
         return self._add(Component(key, label, _category(module, cls), span.service,
-                                   span.get("novalab.upstream.url")))
+                                   span.get(attr.UPSTREAM_URL)))
 
     def owner(self, span: Span) -> Component:
         """The component that made ``span``: its nearest component ancestor in its service."""
@@ -170,10 +171,10 @@ class CallGraph:
         return self._service_node(span.service)
 
     def _infra(self, span: Span) -> Component:
-        if span.get("db.system.name") or span.get("db.system"):
-            name = f"Database ({span.get('db.system.name') or span.get('db.system')})"
+        if span.get(attr.DB_SYSTEM_NAME) or span.get(attr.DB_SYSTEM):
+            name = f"Database ({span.get(attr.DB_SYSTEM_NAME) or span.get(attr.DB_SYSTEM)})"
         else:
-            name = str(span.get("peer.service") or span.get("server.address") or "peer")
+            name = str(span.get(attr.PEER_SERVICE) or span.get(attr.SERVER_ADDRESS) or "peer")
         return self._add(Component(f"infra/{name}", name, "infra"))
 
     # edges

@@ -22,6 +22,7 @@ from novalab.diagrams.flows.model import RETURN, Flow, Step
 from novalab.diagrams.flows.rules import Found, Query
 from novalab.diagrams.model import Span, Trace
 from novalab.diagrams.semantics import describe
+from novalab.tracing import attributes as attr
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,8 @@ def check(trace: Trace, flow: Flow) -> CheckResult:
         drawn = (found.drawn if found is not None and found.drawn else None) or \
             step.drawn or (step.source, step.target)
         results.append(StepResult(step, found, drawn, tuple(precedes)))
-    systems = sorted({str(s.get("messaging.system")) for s in trace if s.get("messaging.system")})
+    systems = sorted({str(s.get(attr.MESSAGING_SYSTEM)) for s in trace
+                      if s.get(attr.MESSAGING_SYSTEM)})
     notes = flow.notes + ((f"Brokers in this trace: messaging.system = {', '.join(systems)}.",)
                           if systems else ())
     return CheckResult(flow, trace, tuple(results), notes)

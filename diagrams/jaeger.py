@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from novalab.diagrams.model import Span, Trace
+from novalab.tracing import attributes as attr
 
 
 def _tag(key: str, value: Any) -> dict[str, Any]:
@@ -79,20 +80,20 @@ def to_jaeger(trace: Trace) -> dict[str, Any]:
         if key not in processes:
             pid = f"p{len(processes) + 1}"
             processes[key] = pid
-            tags = [_tag(k, v) for k, v in sorted(span.resource.items()) if k != "service.name"]
-            if span.host and "host.name" not in span.resource:
-                tags.append(_tag("host.name", span.host))
+            tags = [_tag(k, v) for k, v in sorted(span.resource.items()) if k != attr.SERVICE_NAME]
+            if span.host and attr.HOST_NAME not in span.resource:
+                tags.append(_tag(attr.HOST_NAME, span.host))
             process_docs[pid] = {"serviceName": span.service, "tags": tags}
         tags = [_tag(k, v) for k, v in sorted(span.attributes.items())]
-        tags.append(_tag("span.kind", span.kind.lower()))
+        tags.append(_tag(attr.SPAN_KIND, span.kind.lower()))
         if span.status != "UNSET":
-            tags.append(_tag("otel.status_code", span.status))
+            tags.append(_tag(attr.OTEL_STATUS_CODE, span.status))
         if span.status == "ERROR":
             tags.append(_tag("error", True))
         if span.status_message:
-            tags.append(_tag("otel.status_description", span.status_message))
+            tags.append(_tag(attr.OTEL_STATUS_DESCRIPTION, span.status_message))
         if span.scope:
-            tags.append(_tag("otel.scope.name", span.scope))
+            tags.append(_tag(attr.OTEL_SCOPE_NAME, span.scope))
         logs = [{"timestamp": event.time_ns // 1000,
                  "fields": [_tag("event", event.name)] +
                  [_tag(k, v) for k, v in sorted(event.attributes.items())]}

@@ -27,7 +27,6 @@ from novalab.diagrams.check import CheckResult
 from novalab.diagrams.flows.model import ASYNC, RETURN, SYNC, Flow
 from novalab.diagrams.model import Span, Trace
 from novalab.diagrams.semantics import (
-    UPSTREAM_URL,
     describe,
     destination,
     http_method,
@@ -35,6 +34,7 @@ from novalab.diagrams.semantics import (
     messaging_operation,
     upstream_of,
 )
+from novalab.tracing import attributes as attr
 
 FORMATS = ("svg", "html", "mermaid", "plantuml")
 
@@ -139,17 +139,17 @@ def _flow_activations(result: CheckResult, flow: Flow, rows: dict[int, int]):
 def _infra(span: Span) -> tuple[str, str] | None:
     """(participant name, how) for the infrastructure a span reaches, if any."""
     if is_messaging(span):
-        system = span.get("messaging.system")
+        system = span.get(attr.MESSAGING_SYSTEM)
         return f"broker ({system})", "messaging spans"
     if span.kind != "CLIENT":
         return None
-    system = span.get("db.system.name") or span.get("db.system")
+    system = span.get(attr.DB_SYSTEM_NAME) or span.get(attr.DB_SYSTEM)
     if system:
         return f"database ({system})", "SQL CLIENT spans"
-    if span.get("peer.service"):
-        return str(span.get("peer.service")), "CLIENT spans with peer.service"
-    if span.get("server.address"):
-        return str(span.get("server.address")), "CLIENT spans with server.address"
+    if span.get(attr.PEER_SERVICE):
+        return str(span.get(attr.PEER_SERVICE)), "CLIENT spans with peer.service"
+    if span.get(attr.SERVER_ADDRESS):
+        return str(span.get(attr.SERVER_ADDRESS)), "CLIENT spans with server.address"
     return None
 
 
@@ -173,7 +173,7 @@ def from_trace(trace: Trace, flow: Flow | None = None) -> SequenceDiagram:
     for seq, span in enumerate(trace):
         parent = trace.parent(span)
         if span.kind == "SERVER" and parent is not None and parent.service != span.service:
-            status = span.get("http.response.status_code")
+            status = span.get(attr.HTTP_RESPONSE_STATUS_CODE)
             events.append((span.start_ns, seq, 0, parent.service, span.service, describe(span),
                            SYNC, span, "start"))
             events.append((span.end_ns, seq, 1, span.service, parent.service,
@@ -256,10 +256,10 @@ def arrow_details(diagram: SequenceDiagram, arrow: Arrow) -> dict:
         "events": [e.name for e in span.events],
     }
     if code is not None:
-        item["upstream"] = {"url": code.get(UPSTREAM_URL), "span": code.name,
-                            "function": code.get("code.function.name") or code.name}
+        item["upstream"] = {"url": code.get(attr.UPSTREAM_URL), "span": code.name,
+                            "function": code.get(attr.CODE_FUNCTION_NAME) or code.name}
     if http_method(span) and span.kind == "SERVER":
-        item["span"]["route"] = span.get("http.route")
+        item["span"]["route"] = span.get(attr.HTTP_ROUTE)
     return item
 
 

@@ -31,6 +31,7 @@ from novalab.diagrams.flows.rules import (
     sql,
     sql_statement,
 )
+from novalab.tracing import attributes as attr
 
 LIFELINES = (
     Lifeline("Client", "actor", ("novalab-client",),
@@ -501,7 +502,7 @@ def _libvirt_calls(q: Query, methods=()):
     found = q.spans("Nova-compute", client_to("libvirt", rpc_system="libvirt"),
                     under=q.step(13)) or \
         q.spans("Nova-compute", client_to("libvirt", rpc_system="libvirt"))
-    return [s for s in found if not wanted or s.get("rpc.method") in wanted]
+    return [s for s in found if not wanted or s.get(attr.RPC_METHOD) in wanted]
 
 
 @rule(43)
@@ -525,7 +526,7 @@ def _update_port(q: Query):
     """nova-compute's libvirt CLIENT span updateDeviceFlags, or a libvirt call below a span
     about VIFs, interfaces or ports (LibvirtDriver.plug_vifs makes one today)."""
     calls = [s for s in _libvirt_calls(q)
-             if s.get("rpc.method") == "updateDeviceFlags" or _under_name(q, s, _VIF)]
+             if s.get(attr.RPC_METHOD) == "updateDeviceFlags" or _under_name(q, s, _VIF)]
     return _found(calls[0] if calls else None)
 
 
@@ -550,8 +551,8 @@ def _conductor_replies_last(q: Query):
 
 def _defines_volumes(q: Query, span) -> bool:
     """A defineXML whose domain has volumes (``nova.volume.ids`` on a caller span)."""
-    return span.get("rpc.method") == "defineXML" and any(
-        a.get("nova.volume.ids") for a in q.trace.ancestors(span) if a.service == span.service)
+    return span.get(attr.RPC_METHOD) == "defineXML" and any(
+        a.get(attr.NOVA_VOLUME_IDS) for a in q.trace.ancestors(span) if a.service == span.service)
 
 
 @rule(48)
@@ -561,7 +562,7 @@ def _pass_volume(q: Query):
     attachDeviceFlags not below a VIF span."""
     calls = [s for s in _libvirt_calls(q)
              if _defines_volumes(q, s) or _under_name(q, s, _VOLUME) or
-             (str(s.get("rpc.method", "")).startswith("attachDevice")
+             (str(s.get(attr.RPC_METHOD, "")).startswith("attachDevice")
               and not _under_name(q, s, _VIF))]
     return _found(calls[0] if calls else None)
 

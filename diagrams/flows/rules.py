@@ -36,6 +36,7 @@ from novalab.diagrams.semantics import (  # noqa: F401 - re-exported for rules
     rpc_style,
     sql_statement,
 )
+from novalab.tracing import attributes as attr
 
 Pred = Callable[[Span], bool]
 
@@ -65,7 +66,7 @@ def http_client(url: str) -> Pred:
     """CLIENT spans of HTTP requests whose URL matches the regular expression ``url``."""
     pattern = re.compile(url)
     return lambda s: (s.kind == "CLIENT" and bool(http_method(s))
-                      and bool(pattern.search(str(s.get("url.full") or ""))))
+                      and bool(pattern.search(str(s.get(attr.URL_FULL) or ""))))
 
 
 def sql(operation: str | None = None, table: str | None = None) -> Pred:
@@ -85,9 +86,9 @@ def send(style: str | None = None, method: str | Iterable[str] | None = None,
         return (span.kind == "PRODUCER" and is_messaging(span)
                 and (style is None or rpc_style(span) == style)
                 and (style is not None or rpc_style(span) != "reply")
-                and (not methods or span.get("rpc.method") in methods)
+                and (not methods or span.get(attr.RPC_METHOD) in methods)
                 and (to is None or destination(span).startswith(to))
-                and (service is None or span.get("rpc.service") == service))
+                and (service is None or span.get(attr.RPC_SERVICE) == service))
     return pred
 
 
@@ -97,10 +98,10 @@ def consume(operation: str = "process", method: str | Iterable[str] | None = Non
     methods = {method} if isinstance(method, str) else set(method or ())
 
     def pred(span: Span) -> bool:
-        op = span.get("messaging.operation.type") or span.get("messaging.operation.name") or \
+        op = span.get(attr.MESSAGING_OPERATION_TYPE) or span.get(attr.MESSAGING_OPERATION_NAME) or \
             span.name.split(" ", 1)[0]
         return (span.kind == "CONSUMER" and is_messaging(span) and op == operation
-                and (not methods or span.get("rpc.method") in methods)
+                and (not methods or span.get(attr.RPC_METHOD) in methods)
                 and (style is None or rpc_style(span) == style)
                 and (source is None or destination(span).startswith(source)))
     return pred
@@ -114,18 +115,18 @@ def client_to(peer_service: str, *, rpc_system: str | None = None,
     def pred(span: Span) -> bool:
         if span.kind != "CLIENT":
             return False
-        by_peer = span.get("peer.service") == peer_service
-        by_rpc = rpc_system is not None and span.get("rpc.system") == rpc_system and \
-            (rpc_service is None or span.get("rpc.service") == rpc_service)
-        return (by_peer or by_rpc) and (not wanted or span.get("rpc.method") in wanted)
+        by_peer = span.get(attr.PEER_SERVICE) == peer_service
+        by_rpc = rpc_system is not None and span.get(attr.RPC_SYSTEM) == rpc_system and \
+            (rpc_service is None or span.get(attr.RPC_SERVICE) == rpc_service)
+        return (by_peer or by_rpc) and (not wanted or span.get(attr.RPC_METHOD) in wanted)
     return pred
 
 
 def server_of(rpc_system: str, methods: Iterable[str] = ()) -> Pred:
     """SERVER spans of a non-HTTP protocol (e.g. Ceph's), optionally by ``rpc.method``."""
     wanted = set(methods)
-    return lambda s: (s.kind == "SERVER" and s.get("rpc.system") == rpc_system
-                      and (not wanted or s.get("rpc.method") in wanted))
+    return lambda s: (s.kind == "SERVER" and s.get(attr.RPC_SYSTEM) == rpc_system
+                      and (not wanted or s.get(attr.RPC_METHOD) in wanted))
 
 
 def any_of(*preds: Pred) -> Pred:
@@ -209,8 +210,8 @@ class Query:
 
     def under_libvirt(self, span: Span) -> bool:
         """Is a libvirt call among ``span``'s ancestors (the hypervisor acting)?"""
-        return any(a.kind == "CLIENT" and (a.get("rpc.system") == "libvirt"
-                                          or a.get("peer.service") == "libvirt")
+        return any(a.kind == "CLIENT" and (a.get(attr.RPC_SYSTEM) == "libvirt"
+                                          or a.get(attr.PEER_SERVICE) == "libvirt")
                    for a in self.trace.ancestors(span))
 
     def consumers_of(self, producer: Span | None, lifeline: str | None = None,
@@ -218,13 +219,13 @@ class Query:
         """CONSUMER spans that took ``producer``'s message off the broker."""
         if producer is None:
             return []
-        message_id = producer.get("messaging.message.id")
+        message_id = producer.get(attr.MESSAGING_MESSAGE_ID)
 
         def took_it(span: Span) -> bool:
             return span.kind == "CONSUMER" and (
                 span.parent_id == producer.span_id
                 or any(link.span_id == producer.span_id for link in span.links)
-                or (message_id is not None and span.get("messaging.message.id") == message_id))
+                or (message_id is not None and span.get(attr.MESSAGING_MESSAGE_ID) == message_id))
         return self.spans(lifeline, lambda s: took_it(s) and (where is None or where(s)))
 
     def consumer(self, producer: Span | None, lifeline: str, fallback: Pred) -> Span | None:

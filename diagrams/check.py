@@ -2,7 +2,10 @@
 
 ``check(trace, flow)`` runs the flow's rules in step order. A step is
 *matched* when its rule finds a span, else *missing*. An answer (a RETURN
-step) is matched by the end of the span of the step it answers.
+step) is matched by the end of the span of the step it answers. A step the
+boot did not ask for (no volume mapped, no network, an image already cached on
+the host: the flow's ``conditions``, read from what the build recorded) is
+*not expected* rather than missing, and says why.
 
 Each matched step has a moment: the start of its span (the end, for an
 answer). A step is *out of order* when its moment causally precedes the
@@ -31,10 +34,19 @@ class StepResult:
     found: Found | None
     drawn: tuple[str, str]  # the lifelines the arrow is drawn between
     precedes: tuple[int, ...] = ()  # earlier steps this one causally comes before
+    excused: str = ""  # why this boot does not imply the step ("" = expected)
 
     @property
     def matched(self) -> bool:
         return self.found is not None
+
+    @property
+    def expected(self) -> bool:
+        return not self.excused
+
+    @property
+    def missing(self) -> bool:
+        return self.expected and not self.matched
 
     @property
     def span(self) -> Span | None:
@@ -68,12 +80,25 @@ class CheckResult:
         return sum(r.matched for r in self.results)
 
     @property
+    def expected(self) -> int:
+        return sum(r.expected for r in self.results)
+
+    @property
+    def matched_expected(self) -> int:
+        return sum(r.matched and r.expected for r in self.results)
+
+    @property
+    def missing(self) -> int:
+        return sum(r.missing for r in self.results)
+
+    @property
     def out_of_order(self) -> int:
         return sum(r.out_of_order for r in self.results)
 
     @property
     def ok(self) -> bool:
-        return self.matched == len(self.results) and self.out_of_order == 0
+        """Every step this boot implies matched, and none out of causal order."""
+        return self.missing == 0 and self.out_of_order == 0
 
     def result(self, number: int) -> StepResult:
         return self.results[number - 1]
@@ -83,8 +108,12 @@ class CheckResult:
 
     @property
     def summary(self) -> str:
-        return (f"{self.matched}/{len(self.results)} steps matched, "
-                f"{self.out_of_order} out of order")
+        if self.expected == len(self.results):
+            return (f"{self.matched}/{len(self.results)} steps matched, "
+                    f"{self.out_of_order} out of order")
+        return (f"{self.matched_expected}/{self.expected} expected steps matched, "
+                f"{self.out_of_order} out of order ({len(self.results) - self.expected} of "
+                f"{len(self.results)} not expected for this boot)")
 
 
 def _match(trace: Trace, flow: Flow) -> dict[int, Found]:
@@ -110,6 +139,7 @@ def _moment(found: Found) -> tuple[str, str]:
 def check(trace: Trace, flow: Flow) -> CheckResult:
     """Match every step of ``flow`` in ``trace`` and flag the ones out of causal order."""
     matched = _match(trace, flow)
+    excused = flow.not_expected(trace)
     causality = Causality(trace)
     results = []
     for step in flow.steps:
@@ -126,7 +156,8 @@ def check(trace: Trace, flow: Flow) -> CheckResult:
                     precedes.append(earlier)
         drawn = (found.drawn if found is not None and found.drawn else None) or \
             step.drawn or (step.source, step.target)
-        results.append(StepResult(step, found, drawn, tuple(precedes)))
+        results.append(StepResult(step, found, drawn, tuple(precedes),
+                                  excused.get(step.number, "")))
     systems = sorted({str(s.get(attr.MESSAGING_SYSTEM)) for s in trace
                       if s.get(attr.MESSAGING_SYSTEM)})
     notes = flow.notes + ((f"Brokers in this trace: messaging.system = {', '.join(systems)}.",)
@@ -150,10 +181,17 @@ def format_text(result: CheckResult) -> str:
              f"trace {trace.trace_id}: {len(trace)} spans from {len(trace.services)} services "
              f"({', '.join(sorted(trace.services))})", ""]
     width = max(len(r.step.request) for r in result.results)
+    explained: dict[str, int] = {}
     for r in result.results:
         head = f"{r.step.number:>3}  {r.step.request:<{width}}  {r.step.text}"
         if not r.matched:
-            lines.append(f"{head}\n       MISSING")
+            if r.excused and r.excused in explained:
+                lines.append(f"{head}\n       NOT EXPECTED (as step {explained[r.excused]})")
+            elif r.excused:
+                explained[r.excused] = r.step.number
+                lines.append(f"{head}\n       NOT EXPECTED: {r.excused}")
+            else:
+                lines.append(f"{head}\n       MISSING")
             continue
         edge = "end of " if r.found.edge == END else ""
         lines.append(f"{head}\n       +{result.offset_ms(r):.3f} ms  {edge}{_span_words(r.span)}")
@@ -201,8 +239,12 @@ def to_dict(result: CheckResult) -> dict:
     for r in result.results:
         item = {"number": r.step.number, "from": r.step.source, "to": r.step.target,
                 "request": r.step.request, "text": r.step.text, "kind": r.step.kind,
-                "rule": r.step.rule_doc, "status": "matched" if r.matched else "missing",
+                "rule": r.step.rule_doc,
+                "status": "matched" if r.matched else "missing" if r.expected else
+                "not_expected",
                 "notes": list(r.notes)}
+        if r.excused:
+            item["not_expected"] = r.excused
         if r.matched:
             span = r.span
             item.update({
@@ -222,5 +264,7 @@ def to_dict(result: CheckResult) -> dict:
                        for i in result.flow.interleave],
         "notes": list(result.notes),
         "summary": {"matched": result.matched, "total": len(result.results),
-                    "out_of_order": result.out_of_order, "ok": result.ok},
+                    "expected": result.expected, "matched_expected": result.matched_expected,
+                    "missing": result.missing, "out_of_order": result.out_of_order,
+                    "ok": result.ok},
     }

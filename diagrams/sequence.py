@@ -79,6 +79,7 @@ class SequenceDiagram:
     arrows: tuple[Arrow, ...]
     activations: tuple[Activation, ...] = ()
     missing: tuple[tuple[int, str], ...] = ()  # (step number, "A -> B: text")
+    not_expected: tuple[tuple[int, str, str], ...] = ()  # (number, "A -> B: text", why)
     notes: tuple[str, ...] = field(default=())
 
     def index(self, participant: str) -> int:
@@ -105,13 +106,15 @@ def from_check(result: CheckResult) -> SequenceDiagram:
             edge=r.found.edge, out_of_order=r.out_of_order, notes=r.notes, rule=r.step.rule_doc,
             request=r.step.request if r.drawn != table else ""))
     missing = tuple((r.step.number, f"{r.step.request}: {r.step.text}")
-                    for r in result.results if not r.matched)
+                    for r in result.results if r.missing)
+    not_expected = tuple((r.step.number, f"{r.step.request}: {r.step.text}", r.excused)
+                         for r in result.results if not r.matched and r.excused)
     return SequenceDiagram(
         title=f"{flow.title}",
         subtitle=f"trace {trace.trace_id} · {result.summary}",
         mode="flow", trace=trace, participants=participants, arrows=tuple(arrows),
         activations=_flow_activations(result, flow, rows), missing=missing,
-        notes=result.notes)
+        not_expected=not_expected, notes=result.notes)
 
 
 def _flow_activations(result: CheckResult, flow: Flow, rows: dict[int, int]):

@@ -84,6 +84,10 @@ def _footer_lines(diagram: SequenceDiagram) -> list[tuple[str, str, str]]:
     if diagram.missing:
         lines.append(("head", "", f"Missing steps ({len(diagram.missing)}):"))
         lines += [("missing-step", str(n), f"{n}. {text}") for n, text in diagram.missing]
+    if diagram.not_expected:
+        lines.append(("head", "", f"Not expected for this boot ({len(diagram.not_expected)}):"))
+        lines += [("note", str(n), f"{n}. {text} ({why})")
+                  for n, text, why in diagram.not_expected]
     noted = [(a.number, note) for a in diagram.arrows for note in a.notes]
     if noted or diagram.notes:
         lines.append(("head", "", "Notes:"))
@@ -344,6 +348,11 @@ def render_html(diagram: SequenceDiagram) -> str:
     if missing:
         sections.append(f"<h2>Missing steps ({len(missing)})</h2><ul>" + "".join(missing) +
                         "</ul>")
+    skipped = [f"<li>{escape(f'{n}. {text}: {why}')}</li>"
+               for n, text, why in diagram.not_expected]
+    if skipped:
+        sections.append(f"<h2>Not expected for this boot ({len(skipped)})</h2><ul>"
+                        + "".join(skipped) + "</ul>")
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

@@ -69,6 +69,8 @@ def render_mermaid(diagram: SequenceDiagram) -> str:
                    f"{_mermaid_text(_label(arrow))}")
     for number, text in diagram.missing:
         out.append(f"    %% MISSING {number}. {_one_line(text)}")
+    for number, text, why in diagram.not_expected:
+        out.append(f"    %% NOT EXPECTED {number}. {_one_line(text)} ({_one_line(why)})")
     for arrow in diagram.arrows:
         for note in arrow.notes:
             out.append(f"    %% note {arrow.number}: {_one_line(note)}")
@@ -108,6 +110,8 @@ def render_plantuml(diagram: SequenceDiagram) -> str:
                    f"{_plantuml_text(_label(arrow))}")
     for number, text in diagram.missing:
         out.append(f"' MISSING {number}. {_one_line(text)}")
+    for number, text, why in diagram.not_expected:
+        out.append(f"' NOT EXPECTED {number}. {_one_line(text)} ({_one_line(why)})")
     for arrow in diagram.arrows:
         for note in arrow.notes:
             out.append(f"' note {arrow.number}: {_one_line(note)}")

@@ -128,7 +128,7 @@ def _steps(store: TraceStore, rows: list[Row]) -> dict[str, str]:
             steps[row.id] = "-" if row.kind != "boot" else "?"
             continue
         result = check(Trace.of(spans), get_flow("classic"))
-        steps[row.id] = f"{result.matched}/{len(result.results)}"
+        steps[row.id] = f"{result.matched_expected}/{result.expected}"
     return steps
 
 

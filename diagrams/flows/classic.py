@@ -18,7 +18,16 @@ from __future__ import annotations
 
 import re
 
-from novalab.diagrams.flows.model import ASYNC, RETURN, SYNC, Flow, Interleave, Lifeline, Step
+from novalab.diagrams.flows.model import (
+    ASYNC,
+    RETURN,
+    SYNC,
+    Condition,
+    Flow,
+    Interleave,
+    Lifeline,
+    Step,
+)
 from novalab.diagrams.flows.rules import (
     Found,
     Query,
@@ -628,6 +637,49 @@ def _steps():
     return tuple(steps)
 
 
+# -- which steps a boot implies -------------------------------------------------------------
+
+def _recorded(trace, key) -> list:
+    return [s.get(key) for s in trace if s.get(key) is not None]
+
+
+def _image_not_fetched(trace) -> str | None:
+    """Steps 19-25 fetch the image; a boot from a volume or a cached image fetches nothing."""
+    if any(v is True for v in _recorded(trace, attr.NOVA_BUILD_BOOT_FROM_VOLUME)):
+        return ("the server boots from a volume: Cinder copied the image into it, so "
+                "nova-compute fetches no image")
+    hits = [s for s in trace if s.get(attr.NOVA_IMAGE_CACHE_HIT) is not None]
+    if hits and all(s.get(attr.NOVA_IMAGE_CACHE_HIT) is True for s in hits):
+        hosts = ", ".join(sorted({str(s.host) for s in hits}))
+        return (f"the image was already in the cache of {hosts} (_base, from an earlier "
+                "boot), so nova-compute asked neither Glance nor Ceph for it")
+    return None
+
+
+def _no_network(trace) -> str | None:
+    """Steps 26-38, 44 and the metadata path 52-54 need a port on a Neutron network."""
+    counts = _recorded(trace, attr.NOVA_BUILD_REQUESTED_NETWORKS)
+    if counts and max(counts) == 0:
+        return ("the boot asked for no network (or the cloud runs without Neutron): no port, "
+                "no DHCP, no metadata proxy")
+    return None
+
+
+def _no_volume(trace) -> str | None:
+    """Steps 39-42 and 48-51 exist for the instance's volumes."""
+    counts = _recorded(trace, attr.NOVA_BUILD_VOLUMES)
+    if counts and max(counts) == 0:
+        return "the boot mapped no volume: nothing for Cinder, no rbd disk for libvirt"
+    return None
+
+
+CONDITIONS = (
+    Condition("image download", tuple(range(19, 26)), _image_not_fetched),
+    Condition("network", (*range(26, 39), 44, 52, 53, 54), _no_network),
+    Condition("volumes", (39, 40, 41, 42, 48, 49, 50, 51), _no_volume),
+)
+
+
 FLOW = Flow(
     name="classic",
     title="Request flow when launching an instance (classic, 58 steps)",
@@ -637,4 +689,5 @@ FLOW = Flow(
     interleave=INTERLEAVE,
     notes=GLOBAL_NOTES,
     source="shared/seeds/004: 'Request flow when launching an Instance' (2017)",
+    conditions=CONDITIONS,
 )

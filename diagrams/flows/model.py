@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from novalab.diagrams.flows.rules import Found, Query
+    from novalab.tracing.model import Trace
 
 SYNC, ASYNC, RETURN = "sync", "async", "return"
 
@@ -65,6 +66,22 @@ class Interleave:
 
 
 @dataclass(frozen=True)
+class Condition:
+    """Steps a boot implies only when it asked for what they do.
+
+    ``unless(trace)`` reads what the build recorded about its own request (no
+    volume mapped, no network asked for, the image already cached on the host)
+    and returns why ``steps`` are *not expected* in this trace, or None when
+    they are. A trace that records nothing about it expects every step: a step
+    is only excused by evidence, never by its absence.
+    """
+
+    name: str
+    steps: tuple[int, ...]
+    unless: Callable[[Trace], str | None]
+
+
+@dataclass(frozen=True)
 class Flow:
     name: str
     title: str
@@ -74,6 +91,7 @@ class Flow:
     interleave: tuple[Interleave, ...] = ()
     notes: tuple[str, ...] = ()
     source: str = ""
+    conditions: tuple[Condition, ...] = ()
     _lifeline_by_service: dict[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -93,6 +111,16 @@ class Flow:
 
     def lifeline_of_service(self, service: str) -> str | None:
         return self._lifeline_by_service.get(service)
+
+    def not_expected(self, trace: Trace) -> dict[int, str]:
+        """Step number -> why this trace's boot does not imply the step."""
+        excused: dict[int, str] = {}
+        for condition in self.conditions:
+            reason = condition.unless(trace)
+            if reason:
+                for number in condition.steps:
+                    excused.setdefault(number, reason)
+        return excused
 
     def may_precede(self, later: int, earlier: int) -> str | None:
         """The reason step ``later`` may come before step ``earlier``, if documented."""

@@ -12,7 +12,7 @@ from novalab.diagrams.causal import END, START, Causality
 from novalab.diagrams.check import check, format_text, to_dict
 from novalab.diagrams.flows import get_flow
 from novalab.diagrams.load import spans_from_otlp
-from novalab.diagrams.model import Span, Trace
+from novalab.diagrams.model import Span, Trace, frozen
 from novalab.diagrams.semantics import describe
 
 FLOW = get_flow("classic")
@@ -172,7 +172,9 @@ def test_text_and_json_reports(embedded_trace):
     assert "16: The table draws this read as an arrow to RabbitMQ" in text
     assert "messaging.system = novalab.memory" in text
     doc = json.loads(json.dumps(to_dict(result)))
-    assert doc["summary"] == {"matched": 28, "total": 58, "out_of_order": 0, "ok": False}
+    assert doc["summary"] == {"matched": 28, "total": 58, "expected": 58,
+                              "matched_expected": 28, "missing": 30, "out_of_order": 0,
+                              "ok": False}
     step5 = doc["steps"][4]
     assert step5["status"] == "matched" and step5["span"]["service"] == "nova-api"
     assert step5["offset_ms"] == pytest.approx(104.314, abs=0.001)
@@ -215,3 +217,59 @@ def test_causality_messages():
     assert not c.precedes(("process", END), ("root", END))  # the sender did not wait
     assert not c.precedes(("process", START), ("later", START))  # concurrent
     assert not c.precedes(("later", START), ("process", START))
+
+
+def _recording(trace: Trace, span_name: str, **attributes) -> Trace:
+    """``trace`` with ``attributes`` added to its first span called ``span_name``."""
+    target = next(s for s in trace if s.name == span_name)
+    return Trace.of(dataclasses.replace(s, attributes=frozen({**s.attributes, **attributes}))
+                    if s is target else s for s in trace)
+
+
+NETWORK_STEPS = {*range(26, 39), 44, 52, 53, 54}
+VOLUME_STEPS = {39, 40, 41, 42, 48, 49, 50, 51}
+
+
+def test_steps_a_boot_did_not_ask_for_are_not_expected(embedded_trace):
+    """The recorded foundation boot asked for no port and no volume: once the build
+    says so, those steps are not expected, and the boot is whole but for the image."""
+    said = _recording(embedded_trace, "ComputeManager._build_and_run_instance",
+                      **{"nova.build.requested_networks": 0, "nova.build.volumes": 0})
+    result = check(said, FLOW)
+    excused = {r.step.number for r in result.results if r.excused}
+    assert excused == NETWORK_STEPS | VOLUME_STEPS
+    assert {r.step.number for r in result.results if r.missing} == \
+        set(range(1, 59)) - MATCHED_TODAY - excused  # 21-25: this old boot had no Ceph
+    text = format_text(result)
+    assert "NOT EXPECTED: the boot mapped no volume" in text
+    assert "NOT EXPECTED (as step 26)" in text
+    assert text.endswith(f"{len(MATCHED_TODAY)}/{58 - len(excused)} expected steps matched, "
+                         f"0 out of order ({len(excused)} of 58 not expected for this boot)\n")
+    report = to_dict(result)
+    assert report["steps"][38]["status"] == "not_expected"
+    assert report["summary"]["missing"] == 5 and report["summary"]["ok"] is False
+
+
+def test_a_cached_image_excuses_the_download_and_only_it(embedded_trace):
+    said = _recording(embedded_trace, "ComputeManager._build_and_run_instance",
+                      **{"nova.build.requested_networks": 0, "nova.build.volumes": 0,
+                         "nova.image.cache_hit": True})
+    result = check(said, FLOW)
+    assert result.ok and result.missing == 0
+    (first,) = [r for r in result.results if r.step.number == 21]
+    assert "already in the cache of" in first.excused
+    # A boot from a volume fetches no image either, and says why.
+    bfv = check(_recording(said, "ComputeManager._build_and_run_instance",
+                           **{"nova.build.boot_from_volume": True,
+                              "nova.image.cache_hit": False}), FLOW)
+    assert "boots from a volume" in bfv.result(19).excused
+
+
+def test_a_step_is_excused_only_by_evidence(embedded_trace):
+    """No record of the request: every step is expected (old traces keep their misses).
+    A request that asked for a volume keeps its volume steps MISSING when they did not
+    happen."""
+    assert not any(r.excused for r in check(embedded_trace, FLOW).results)
+    asked = check(_recording(embedded_trace, "ComputeManager._build_and_run_instance",
+                             **{"nova.build.volumes": 1}), FLOW)
+    assert {r.step.number for r in asked.results if r.missing} >= VOLUME_STEPS

@@ -121,10 +121,11 @@ NOVA_INSTANCE_DISPLAY_NAME = "nova.instance.display_name"  # the user's name for
 NOVA_INSTANCE_ACTION = "nova.instance.action"
 # What a build was asked to do, recorded by nova-compute where it starts each part,
 # so a flow check knows which steps this boot implies (a boot without a volume
-# has no volume steps to miss): networks or ports requested (0: none), volumes
+# has no volume steps to miss): networks it got ports on (0: none asked for and
+# none to pick, or no Neutron), volumes
 # mapped, whether the root disk is a volume, and whether the host already had
 # the image in its cache (``_base``) and so fetched nothing.
-NOVA_BUILD_REQUESTED_NETWORKS = "nova.build.requested_networks"
+NOVA_BUILD_NETWORKS = "nova.build.networks"
 NOVA_BUILD_VOLUMES = "nova.build.volumes"
 NOVA_BUILD_BOOT_FROM_VOLUME = "nova.build.boot_from_volume"
 NOVA_IMAGE_CACHE_HIT = "nova.image.cache_hit"

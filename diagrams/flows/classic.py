@@ -658,7 +658,7 @@ def _image_not_fetched(trace) -> str | None:
 
 def _no_network(trace) -> str | None:
     """Steps 26-38, 44 and the metadata path 52-54 need a port on a Neutron network."""
-    counts = _recorded(trace, attr.NOVA_BUILD_REQUESTED_NETWORKS)
+    counts = _recorded(trace, attr.NOVA_BUILD_NETWORKS)
     if counts and max(counts) == 0:
         return ("the boot asked for no network (or the cloud runs without Neutron): no port, "
                 "no DHCP, no metadata proxy")

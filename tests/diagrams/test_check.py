@@ -234,7 +234,7 @@ def test_steps_a_boot_did_not_ask_for_are_not_expected(embedded_trace):
     """The recorded foundation boot asked for no port and no volume: once the build
     says so, those steps are not expected, and the boot is whole but for the image."""
     said = _recording(embedded_trace, "ComputeManager._build_and_run_instance",
-                      **{"nova.build.requested_networks": 0, "nova.build.volumes": 0})
+                      **{"nova.build.networks": 0, "nova.build.volumes": 0})
     result = check(said, FLOW)
     excused = {r.step.number for r in result.results if r.excused}
     assert excused == NETWORK_STEPS | VOLUME_STEPS
@@ -252,7 +252,7 @@ def test_steps_a_boot_did_not_ask_for_are_not_expected(embedded_trace):
 
 def test_a_cached_image_excuses_the_download_and_only_it(embedded_trace):
     said = _recording(embedded_trace, "ComputeManager._build_and_run_instance",
-                      **{"nova.build.requested_networks": 0, "nova.build.volumes": 0,
+                      **{"nova.build.networks": 0, "nova.build.volumes": 0,
                          "nova.image.cache_hit": True})
     result = check(said, FLOW)
     assert result.ok and result.missing == 0

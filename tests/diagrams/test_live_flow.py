@@ -29,3 +29,20 @@ def test_rabbitmq_58_of_58(amqp_url, cloud_factory):
     report, missing = _check(cloud_factory(transport_url=amqp_url))
     assert missing == []
     assert report.summary == "58/58 steps matched, 0 out of order"
+
+
+def test_a_second_boot_of_the_image_expects_no_download_and_a_bare_boot_no_volume(cloud):
+    """What a boot implies comes from the build itself: the image is in the host's cache
+    after the first boot, and a boot with no volume has no Cinder or rbd steps."""
+    first = check(load_trace(boot(cloud, BootRequest(name="vm-first")).spans), get_flow())
+    assert first.ok and first.expected == 58
+    second = boot(cloud, BootRequest(name="vm-second", volume_size=None))
+    assert second.active, second.server
+    report = check(load_trace(second.spans), get_flow())
+    excused = {r.step.number: r.excused for r in report.results if r.excused}
+    assert set(excused) == {*range(19, 26), 39, 40, 41, 42, 48, 49, 50, 51}
+    assert "already in the cache of compute-1" in excused[19]
+    assert "mapped no volume" in excused[39]
+    assert report.ok, [r.step.number for r in report.results if r.missing]
+    assert report.summary == ("43/43 expected steps matched, 0 out of order "
+                              "(15 of 58 not expected for this boot)")

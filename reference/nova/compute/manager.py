@@ -6,14 +6,18 @@ serialised per instance with ``terminate_instance``. The build walks Nova's
 seams and states:
 
     _do_build_and_run_instance     vm_state building, task_state None
+      (event compute__do_build_and_run_instance starts)
       _build_and_run_instance
         _build_resources           task_state networking -> block_device_mapping
         driver.spawn               task_state spawning
+      (event finishes: Success or Error)
       (saved)                      vm_state active, power_state from the hypervisor
 
 Every read and save of the instance is an RPC call to the conductor: compute
 hosts never open the database. Any failure ends the instance in ERROR with a
-fault, so it never stays in BUILD.
+fault, so it never stays in BUILD. Builds and deletes are recorded as events of
+the request's instance action (``openstack server event show``), also through
+the conductor; see ``nova/compute/utils.py``.
 """
 
 from __future__ import annotations
@@ -35,12 +39,16 @@ from novalab.reference.common.context import get_admin_context
 from novalab.reference.common.db import utcnow
 from novalab.reference.nova.compute import power_state, task_states, vm_states
 from novalab.reference.nova.compute.instance_events import ComputeVirtAPI, InstanceEvents
+from novalab.reference.nova.compute.utils import EventReporter, wrap_instance_event
 from novalab.reference.nova.conductor.rpcapi import ConductorAPI
+from novalab.tracing import attributes as attr
 from novalab.tracing.spans import set_instance_attributes, upstream
 
 LOG = logging.getLogger(__name__)
 _MANAGER = "nova/compute/manager.py"
 REPORT_INTERVAL = 10.0
+# The event upstream's @wrap_instance_event(prefix="compute") names after the method.
+BUILD_EVENT = "compute__do_build_and_run_instance"
 
 
 class ComputeManager:
@@ -165,6 +173,13 @@ class ComputeManager:
     def _do_build_and_run_instance(self, context, instance, image, request_spec,
                                    filter_properties, requested_networks,
                                    block_device_mapping, node, limits) -> None:
+        """Build, recorded as the event ``compute__do_build_and_run_instance``.
+
+        Upstream decorates this whole method with ``@wrap_instance_event``. Here the
+        event opens once the instance is read (steps 14-18) and closes before the
+        final ACTIVE or ERROR save, so a client that sees the final state finds the
+        event finished with its result, as it finds the fault (docs/decisions.md).
+        """
         # Steps 14-18: fetch the instance through the conductor.
         try:
             instance = self.conductor_api.instance_get_by_uuid(context, instance["uuid"])
@@ -175,8 +190,16 @@ class ComputeManager:
             LOG.info("Instance %s was deleted before its build started", instance["uuid"])
             return
         try:
-            self._build_and_run_instance(context, instance, image, requested_networks,
-                                         block_device_mapping)
+            with EventReporter(context, self.conductor_api, BUILD_EVENT, self.host,
+                               instance["uuid"]):
+                instance = self._build_and_run_instance(context, instance, image,
+                                                        requested_networks,
+                                                        block_device_mapping)
+            # Steps 45-47: save the running instance through the conductor.
+            self._instance_update(context, instance, expected=task_states.SPAWNING,
+                                  power_state=self._get_power_state(instance),
+                                  vm_state=vm_states.ACTIVE, task_state=None,
+                                  launched_at=utcnow())
         except (exception.InstanceNotFound, exception.UnexpectedTaskStateError):
             LOG.info("Instance %s was deleted during its build", instance["uuid"])
             self._cleanup_guest(context, instance)
@@ -187,7 +210,8 @@ class ComputeManager:
 
     @upstream(_MANAGER, "ComputeManager._build_and_run_instance")
     def _build_and_run_instance(self, context, instance, image, requested_networks,
-                                block_device_mapping) -> None:
+                                block_device_mapping) -> dict:
+        """Ports, volumes, then the guest; returns the instance as last saved (spawning)."""
         with self._build_resources(context, instance, requested_networks,
                                    block_device_mapping) as resources:
             instance = self._instance_update(context, instance,
@@ -199,11 +223,7 @@ class ComputeManager:
                               block_device_info=resources["block_device_info"])
             for mapping in resources["block_device_info"]["block_device_mapping"]:
                 self.volume_api.attachment_complete(context, mapping["attachment_id"])
-        # Steps 45-47: save the running instance through the conductor.
-        self._instance_update(context, instance, expected=task_states.SPAWNING,
-                              power_state=self._get_power_state(instance),
-                              vm_state=vm_states.ACTIVE, task_state=None,
-                              launched_at=utcnow())
+        return instance
 
     @contextlib.contextmanager
     def _build_resources(self, context, instance, requested_networks, block_device_mapping):
@@ -259,10 +279,14 @@ class ComputeManager:
     @upstream(_MANAGER, "ComputeManager._build_networks_for_instance")
     def _build_networks_for_instance(self, context, instance, requested_networks) -> list:
         """Ask Neutron for the instance's ports (step 26) and cache what it answers."""
+        span = trace.get_current_span()
         if self.network_api is None:
+            span.set_attribute(attr.NOVA_BUILD_NETWORKS, 0)  # no Neutron: no steps 26-38
             return []
         network_info = self.network_api.allocate_for_instance(
             context, instance, requested_networks, bind_host_id=self.host)
+        # One port per network: what the flow check expects of this boot.
+        span.set_attribute(attr.NOVA_BUILD_NETWORKS, len(network_info))
         self.conductor_api.instance_info_cache_update(context, instance["uuid"], network_info)
         return network_info
 
@@ -278,11 +302,15 @@ class ComputeManager:
         bdms = self.conductor_api.block_device_mapping_get_all_by_instance(context,
                                                                             instance["uuid"])
         volume_bdms = [b for b in bdms if b["destination_type"] == "volume"]
+        root_is_volume = any(b.get("boot_index") == 0 for b in volume_bdms)
+        # What the request mapped, so a flow check knows which steps this boot implies.
+        span = trace.get_current_span()
+        span.set_attribute(attr.NOVA_BUILD_VOLUMES, len(volume_bdms))
+        span.set_attribute(attr.NOVA_BUILD_BOOT_FROM_VOLUME, root_is_volume)
         if not volume_bdms:
             return {"block_device_mapping": []}
         if self.volume_api is None:
             raise exception.Invalid("volumes requested but no block storage service runs")
-        root_is_volume = any(b.get("boot_index") == 0 for b in volume_bdms)
         names = iter(f"/dev/vd{c}" for c in "abcdefghijklmnopqrstuvwxyz")
         if not root_is_volume:
             next(names)  # /dev/vda is the local root disk
@@ -403,8 +431,12 @@ class ComputeManager:
     # Delete --------------------------------------------------------------------------
 
     @upstream(_MANAGER, "ComputeManager.terminate_instance")
+    @wrap_instance_event(prefix="compute")
     def terminate_instance(self, context, instance: dict) -> None:
-        """RPC endpoint (cast): destroy the guest, then the instance record."""
+        """RPC endpoint (cast): destroy the guest, then the instance record.
+
+        Recorded as the event ``compute_terminate_instance`` of the ``delete`` action.
+        """
         with self._instance_locks[instance["uuid"]]:
             self.driver.destroy(context, instance)
             self._cleanup_allocated_networks(context, instance)

@@ -32,6 +32,7 @@ from novalab.reference.nova.virt import driver
 from novalab.reference.nova.virt.libvirt import config as vconfig
 from novalab.reference.nova.virt.libvirt.guest import Guest
 from novalab.reference.nova.virt.libvirt.host import Host
+from novalab.tracing import attributes as attr
 from novalab.tracing.spans import set_instance_attributes, upstream
 
 PATH = "nova/virt/libvirt/driver.py"
@@ -165,7 +166,10 @@ class LibvirtDriver(driver.ComputeDriver):
         os.makedirs(base_dir, exist_ok=True)
         base = os.path.join(base_dir, hashlib.sha1(image_href.encode()).hexdigest())
         with self._image_cache_lock:
-            if not os.path.exists(base):
+            cached = os.path.exists(base)
+            # A hit means no steps 19-25 for this boot: the flow check reads this.
+            trace.get_current_span().set_attribute(attr.NOVA_IMAGE_CACHE_HIT, cached)
+            if not cached:
                 self.image_fetcher.fetch(context, image_href, base)
         return base
 

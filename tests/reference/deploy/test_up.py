@@ -34,13 +34,15 @@ from novalab.tracing import collect
 from novalab.tracing.otlp_json import spans_from_otlp
 
 NOVALAB = [sys.executable, "-m", "novalab.reference.deploy.commands"]
+NOVALAB_CLI = [sys.executable, "-m", "novalab.labs.cli"]  # the whole `novalab` command
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def novalab(*args, check=True, timeout=180) -> subprocess.CompletedProcess:
-    result = subprocess.run([*NOVALAB, *args], capture_output=True, text=True, timeout=timeout)
+def novalab(*args, check=True, timeout=180, command=NOVALAB) -> subprocess.CompletedProcess:
+    result = subprocess.run([*command, *args], capture_output=True, text=True, timeout=timeout)
     if check:
-        assert result.returncode == 0, f"novalab {' '.join(args)}:\n{result.stderr}"
+        assert result.returncode == 0, \
+            f"novalab {' '.join(args)}:\n{result.stdout[-3000:]}\n{result.stderr}"
     return result
 
 
@@ -163,7 +165,10 @@ def test_boot_command_against_the_running_cloud(deployment, tmp_path):
                              str(tmp_path)], capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stderr
     report = (tmp_path / "flow-check.txt").read_text()
-    assert report.rstrip().endswith("58/58 steps matched, 0 out of order"), report[-3000:]
+    # Every step this boot implies (a host that booted the image before fetches none).
+    assert "MISSING" not in report and report.rstrip().splitlines()[-1].startswith(
+        ("58/58 steps matched, 0 out of order", "51/51 expected steps matched, 0 out of")), \
+        report[-3000:]
     assert (tmp_path / "sequence.html").exists() and (tmp_path / "trace.jaeger.json").exists()
 
 
@@ -171,32 +176,64 @@ def test_trace_collect_command_writes_one_trace(deployment, tmp_path):
     result = boot_against_running(deployment["state_dir"], BootRequest(name="collect-me"))
     out = tmp_path / "trace.json"
     novalab("trace", "collect", "--state-dir", str(deployment["state_dir"]), "--trace-id",
-            result.trace_id_hex, "-o", str(out))
+            result.trace_id_hex, "-o", str(out), command=NOVALAB_CLI)
     document = json.loads(out.read_text())
     assert collect.summary(document)["trace_ids"] == {result.trace_id_hex}
     by_server = tmp_path / "server.json"
     novalab("trace", "collect", "--state-dir", str(deployment["state_dir"]), "--server",
-            result.server["id"], "-o", str(by_server))
+            result.server["id"], "-o", str(by_server), command=NOVALAB_CLI)
     # A traced client needs no stitching: the server's trace is the client's trace.
     assert collect.summary(json.loads(by_server.read_text()))["trace_ids"] == \
         {result.trace_id_hex}
 
 
-def test_openstack_cli_boot_is_stitched_into_one_trace(deployment, tmp_path):
+def _openstack(deployment, *args) -> dict:
     openstack = Path(sys.executable).with_name("openstack")
     if not openstack.exists():
         pytest.skip("python-openstackclient is not installed (it is a test dependency)")
     state = json.loads((deployment["state_dir"] / "state.json").read_text())
-    created = subprocess.run(
-        [str(openstack), "server", "create", "--image", "cirros", "--flavor", "m1.nano",
-         "--wait", "-f", "json", "cli-server"], env=dict(os.environ, **state["os_env"]),
-        capture_output=True, text=True, timeout=180)
-    assert created.returncode == 0, created.stderr
-    server = json.loads(created.stdout)
-    assert server["status"] == "ACTIVE"
+    done = subprocess.run([str(openstack), *args, "-f", "json"],
+                          env=dict(os.environ, **state["os_env"]), capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_openstack_cli_boots_are_found_by_name_and_stitched(deployment, tmp_path):
+    """The user's path on `up`: boot twice with the unmodified CLI (once with a volume),
+    then find each boot by the server's name, check it and draw it."""
+    state_dir = str(deployment["state_dir"])
+    plain = _openstack(deployment, "server", "create", "--image", "cirros", "--flavor",
+                       "m1.nano", "--wait", "cli-server")
+    with_volume = _openstack(deployment, "server", "create", "--image", "cirros", "--flavor",
+                             "m1.nano", "--block-device",
+                             "source_type=blank,destination_type=volume,volume_size=1,"
+                             "delete_on_termination=true", "--wait", "cli-server-vol")
+    assert plain["status"] == with_volume["status"] == "ACTIVE"
+    for server in (plain, with_volume):
+        listed = novalab("trace", "list", "--state-dir", state_dir, "--server", server["name"],
+                         "--json", command=NOVALAB_CLI)
+        (row,) = json.loads(listed.stdout)
+        assert row["kind"] == "boot" and row["stitched"] and row["status"] == "ACTIVE"
+        assert row["servers"] == [{"id": server["id"], "name": server["name"]}]
+        matched, expected = map(int, row["steps"].split("/"))
+        assert matched == expected
+        check = novalab("flow", "check", "--state-dir", state_dir, "--server", server["name"],
+                        command=NOVALAB_CLI)
+        assert "MISSING" not in check.stdout
+        drawn = tmp_path / f"{server['name']}.svg"
+        novalab("diagram", "--state-dir", state_dir, "--server", server["name"], "--format",
+                "svg", "-o", str(drawn), command=NOVALAB_CLI)
+        assert drawn.read_text().lstrip().startswith("<svg")
+    # The volume's steps were implied, and found, for the boot that asked for one.
+    report = json.loads(novalab("flow", "check", "--state-dir", state_dir, "--server",
+                                "cli-server-vol", "--format", "json",
+                                command=NOVALAB_CLI).stdout)
+    assert report["steps"][38]["status"] == "matched"  # 39: nova-compute -> cinder-api
+
     out = tmp_path / "stitched.json"
-    novalab("trace", "collect", "--state-dir", str(deployment["state_dir"]), "--server",
-            server["id"], "-o", str(out))
+    novalab("trace", "collect", "--state-dir", state_dir, "--server", plain["id"], "-o",
+            str(out), command=NOVALAB_CLI)
     document = json.loads(out.read_text())
     info = collect.summary(document)
     assert len(info["trace_ids"]) == 1 and len(info["pids"]) >= 5
@@ -209,6 +246,15 @@ def test_openstack_cli_boot_is_stitched_into_one_trace(deployment, tmp_path):
     originals = {s.get("novalab.original_trace_id") for s in spans if s is not root}
     assert originals == {link.trace_id for link in root.links}
     assert not collect.orphans(spans)
+    for server in (plain, with_volume):
+        _openstack_delete(deployment, server["id"])
+
+
+def _openstack_delete(deployment, server_id) -> None:
+    openstack = Path(sys.executable).with_name("openstack")
+    state = json.loads((deployment["state_dir"] / "state.json").read_text())
+    subprocess.run([str(openstack), "server", "delete", "--wait", server_id],
+                   env=dict(os.environ, **state["os_env"]), capture_output=True, timeout=180)
 
 
 def test_queues_lists_what_novalab_declared(deployment):

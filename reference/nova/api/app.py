@@ -1,4 +1,4 @@
-"""nova-api's WSGI application: versions, flavors and servers behind token auth."""
+"""nova-api's WSGI application: versions, flavors, servers and their actions behind token auth."""
 
 from __future__ import annotations
 
@@ -7,8 +7,15 @@ from flask import Flask
 from novalab.reference.common.db import Database
 from novalab.reference.common.wsgi import install_common_handlers
 from novalab.reference.keystone.middleware import AuthProtocol
-from novalab.reference.nova.api import flavors, server_external_events, servers, versions
+from novalab.reference.nova.api import (
+    flavors,
+    instance_actions,
+    server_external_events,
+    servers,
+    versions,
+)
 from novalab.reference.nova.compute.api import API as ComputeAPI
+from novalab.reference.nova.compute.api import InstanceActionAPI
 from novalab.tracing.http import instrument_flask
 
 
@@ -23,6 +30,8 @@ def create_app(db: Database, compute_api: ComputeAPI, auth: AuthProtocol, tracer
     auth.install(app, public_paths=("", "/v2.1"))
     servers.register(app, servers.ServersController(db, compute_api, tracer))
     flavors.register(app, flavors.FlavorsController(db))
+    instance_actions.register(app, instance_actions.InstanceActionsController(
+        compute_api, InstanceActionAPI(db, tracer), tracer))
     server_external_events.register(
         app, server_external_events.ServerExternalEventsController(db, compute_api, tracer))
     return app

@@ -11,14 +11,17 @@ from __future__ import annotations
 import secrets
 
 from flask import g, jsonify, request
+from opentelemetry import trace
 
 from novalab.reference.common import exception
 from novalab.reference.common.db import Database
 from novalab.reference.common.wsgi import json_body
 from novalab.reference.nova import policy
 from novalab.reference.nova.api import schemas, views
+from novalab.reference.nova.compute import instance_actions
 from novalab.reference.nova.compute.api import API as ComputeAPI
 from novalab.reference.nova.db import api as db_api
+from novalab.tracing import attributes as attr
 from novalab.tracing.spans import upstream
 
 _SERVERS = "nova/api/openstack/compute/servers.py"
@@ -61,6 +64,11 @@ class ServersController:
             key_name=server.get("key_name"), user_data=server.get("user_data"),
             availability_zone=server.get("availability_zone"), requested_networks=networks)
         first = instances[0]
+        # What a trace is found by: the server's id and name, and what was asked of it.
+        span = trace.get_current_span()
+        span.set_attribute(attr.NOVA_INSTANCE_UUID, first["uuid"])
+        span.set_attribute(attr.NOVA_INSTANCE_DISPLAY_NAME, first["display_name"])
+        span.set_attribute(attr.NOVA_INSTANCE_ACTION, instance_actions.CREATE)
         view = views.server_summary(api_base(), first)
         view.update({"OS-DCF:diskConfig": server.get("OS-DCF:diskConfig", "MANUAL"),
                      "security_groups": [{"name": "default"}],

@@ -2,8 +2,11 @@
 
 ``create`` checks the image against the flavor, writes the instance rows in
 ``_provision_instances`` (step 5: vm_state ``building``, task_state
-``scheduling``) and casts the request to the scheduler (step 6). It returns as
-soon as the message is sent; the build itself happens elsewhere.
+``scheduling``), records the ``create`` action of each instance under the
+request id the API answers with, and casts the request to the scheduler (step
+6). It returns as soon as the message is sent; the build itself happens
+elsewhere. ``InstanceActionAPI`` reads the actions back for
+``os-instance-actions``.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from opentelemetry import trace
 from novalab.reference.common import exception
 from novalab.reference.common.context import RequestContext
 from novalab.reference.common.db import Database
-from novalab.reference.nova.compute import power_state, task_states, vm_states
+from novalab.reference.nova.compute import instance_actions, power_state, task_states, vm_states
+from novalab.reference.nova.compute import utils as compute_utils
 from novalab.reference.nova.compute.rpcapi import ComputeAPI
 from novalab.reference.nova.db import api as db_api
 from novalab.reference.nova.image.glance import GlanceImageServiceV2
 from novalab.reference.nova.scheduler.rpcapi import SchedulerAPI
+from novalab.tracing import attributes as attr
 from novalab.tracing.spans import set_instance_attributes, upstream
 
 _API = "nova/compute/api.py"
@@ -57,6 +62,9 @@ class API:
             context, flavor, dict(image, id=image_href), max_count, display_name=display_name,
             metadata=metadata, key_name=key_name, user_data=user_data,
             availability_zone=availability_zone, block_device_mapping=mappings)
+        for instance in instances:
+            # Before the cast: the compute host's events hang under this action.
+            self._record_action_start(context, instance, instance_actions.CREATE)
         request_spec = {
             "instance_uuids": [i["uuid"] for i in instances],
             "num_instances": len(instances),
@@ -70,6 +78,15 @@ class API:
                                            filter_properties={},
                                            requested_networks=requested_networks)
         return instances
+
+    @upstream(_API, "API._record_action_start")
+    def _record_action_start(self, context, instance: dict, action: str) -> None:
+        """Write the instance action a request starts, keyed by its request id."""
+        db_api.action_start(self.db, compute_utils.pack_action_start(context, instance["uuid"],
+                                                                     action))
+        span = trace.get_current_span()
+        span.set_attribute(attr.NOVA_INSTANCE_UUID, instance["uuid"])
+        span.set_attribute(attr.NOVA_INSTANCE_ACTION, action)
 
     def _get_image(self, context, image_href: str) -> dict:
         image_id = image_href.rstrip("/").rsplit("/", 1)[-1]
@@ -133,7 +150,9 @@ class API:
                 "key_name": key_name, "user_data": user_data,
                 "availability_zone": availability_zone,
             })
-            set_instance_attributes(trace.get_current_span(), instance)
+            span = trace.get_current_span()
+            set_instance_attributes(span, instance)
+            span.set_attribute(attr.NOVA_INSTANCE_DISPLAY_NAME, name)
             for mapping in block_device_mapping:
                 row = dict(mapping, instance_uuid=instance["uuid"])
                 if mapping["source_type"] == "volume":
@@ -198,7 +217,31 @@ class API:
         """Not yet on a host: delete here (``_local_delete``); else ask the host."""
         if not instance["host"]:
             self._local_delete(context, instance)
+            self._record_action_start(context, instance, instance_actions.DELETE)
             return
         instance = db_api.instance_update(
             self.db, instance["uuid"], {"task_state": task_states.DELETING})
+        self._record_action_start(context, instance, instance_actions.DELETE)
         self.compute_rpcapi.terminate_instance(context, instance=instance, host=instance["host"])
+
+
+class InstanceActionAPI:
+    """Reads an instance's actions and their events (``nova.compute.api.InstanceActionAPI``)."""
+
+    def __init__(self, db: Database, tracer):
+        self.db = db
+        self.tracer = tracer
+
+    @upstream(_API, "InstanceActionAPI.actions_get")
+    def actions_get(self, context: RequestContext, instance: dict) -> list[dict]:
+        return db_api.actions_get(self.db, instance["uuid"])
+
+    @upstream(_API, "InstanceActionAPI.action_get_by_request_id")
+    def action_get_by_request_id(self, context: RequestContext, instance: dict,
+                                 request_id: str) -> dict | None:
+        return db_api.action_get_by_request_id(self.db, instance["uuid"], request_id)
+
+    @upstream(_API, "InstanceActionAPI.action_events_get")
+    def action_events_get(self, context: RequestContext, instance: dict,
+                          action_id: int) -> list[dict]:
+        return db_api.action_events_get(self.db, action_id)

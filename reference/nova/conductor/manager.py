@@ -54,6 +54,16 @@ class ConductorManager:
     def instance_fault_create(self, context, values: dict) -> dict:
         return db_api.instance_fault_create(self.db, values)
 
+    @upstream(_MANAGER, "ConductorManager.action_event_start", ref="grizzly-eol")
+    def action_event_start(self, context, values: dict) -> dict:
+        """A compute host starts an event of an instance action (``EventReporter``)."""
+        return db_api.action_event_start(self.db, values)
+
+    @upstream(_MANAGER, "ConductorManager.action_event_finish", ref="grizzly-eol")
+    def action_event_finish(self, context, values: dict) -> dict:
+        """... and finishes it with its result."""
+        return db_api.action_event_finish(self.db, values)
+
     def instance_get_all_by_host(self, context, host: str) -> list[dict]:
         return db_api.instance_get_all(self.db, host=host)
 

@@ -55,6 +55,16 @@ class ConductorAPI:
     def instance_fault_create(self, ctxt, values: dict) -> dict:
         return self.client.call(ctxt, "instance_fault_create", values=values)
 
+    @upstream(_CONDUCTOR_RPCAPI, "ConductorAPI.action_event_start", ref="grizzly-eol")
+    def action_event_start(self, ctxt, values: dict) -> dict:
+        """Start an instance-action event (``values`` from ``pack_action_event_start``)."""
+        return self.client.call(ctxt, "action_event_start", values=values)
+
+    @upstream(_CONDUCTOR_RPCAPI, "ConductorAPI.action_event_finish", ref="grizzly-eol")
+    def action_event_finish(self, ctxt, values: dict) -> dict:
+        """Finish it with ``Success`` or ``Error`` (``pack_action_event_finish``)."""
+        return self.client.call(ctxt, "action_event_finish", values=values)
+
     def instance_get_all_by_host(self, ctxt, host: str) -> list[dict]:
         return self.client.call(ctxt, "instance_get_all_by_host", host=host)
 

@@ -13,11 +13,14 @@ from sqlalchemy import DateTime, and_, func, or_, select, update
 
 from novalab.reference.common import exception
 from novalab.reference.common.db import Database
+from novalab.reference.nova import exception as nova_exception
 from novalab.reference.nova.db.models import (
     BlockDeviceMapping,
     ComputeNode,
     Flavor,
     Instance,
+    InstanceAction,
+    InstanceActionEvent,
     InstanceFault,
     InstanceInfoCache,
     Service,
@@ -344,3 +347,96 @@ def instance_info_cache_get_by_instances(db: Database, uuids: Iterable[str]) -> 
     query = select(InstanceInfoCache).where(InstanceInfoCache.instance_uuid.in_(uuids))
     with db.session() as session:
         return {row.instance_uuid: row.network_info or [] for row in session.scalars(query)}
+
+
+# Instance actions and their events --------------------------------------------------------
+#
+# An action is one request on one instance, found by (instance_uuid, request_id);
+# an event is a step some service took for it, found by its action and its name.
+
+def action_start(db: Database, values: dict) -> dict:
+    """Record the start of an action (``compute_api._record_action_start``)."""
+    values = _coerce_times(InstanceAction, dict(values))
+    with db.session() as session:
+        row = InstanceAction(**values)
+        session.add(row)
+        session.flush()
+        return to_dict(row)
+
+
+def _action_get_by_request_id(session, instance_uuid: str, request_id: str):
+    return session.scalars(
+        select(InstanceAction)
+        .where(InstanceAction.instance_uuid == instance_uuid,
+               InstanceAction.request_id == request_id, InstanceAction.deleted == 0)
+        .order_by(InstanceAction.created_at.desc(), InstanceAction.id.desc())).first()
+
+
+def action_get_by_request_id(db: Database, instance_uuid: str, request_id: str) -> dict | None:
+    with db.session() as session:
+        row = _action_get_by_request_id(session, instance_uuid, request_id)
+        return to_dict(row) if row is not None else None
+
+
+def actions_get(db: Database, instance_uuid: str) -> list[dict]:
+    """An instance's actions, newest first."""
+    query = (select(InstanceAction)
+             .where(InstanceAction.instance_uuid == instance_uuid, InstanceAction.deleted == 0)
+             .order_by(InstanceAction.created_at.desc(), InstanceAction.id.desc()))
+    with db.session() as session:
+        return [to_dict(r) for r in session.scalars(query)]
+
+
+def _action_for_event(session, values: dict) -> InstanceAction:
+    action = _action_get_by_request_id(session, values["instance_uuid"], values["request_id"])
+    if action is None:
+        raise nova_exception.InstanceActionNotFound(request_id=values["request_id"],
+                                                    instance_uuid=values["instance_uuid"])
+    return action
+
+
+def action_event_start(db: Database, values: dict) -> dict:
+    """Start an event under the action of ``values["request_id"]`` on the instance."""
+    values = _coerce_times(InstanceActionEvent, dict(values))
+    with db.session() as session:
+        action = _action_for_event(session, values)
+        row = InstanceActionEvent(event=values["event"], action_id=action.id,
+                                  start_time=values.get("start_time") or utcnow(),
+                                  host=values.get("host"))
+        session.add(row)
+        action.updated_at = row.start_time
+        session.flush()
+        return to_dict(row)
+
+
+def action_event_finish(db: Database, values: dict) -> dict:
+    """Finish an event with its result; an ``Error`` also marks the action's message."""
+    values = _coerce_times(InstanceActionEvent, dict(values))
+    with db.session() as session:
+        action = _action_for_event(session, values)
+        row = session.scalars(
+            select(InstanceActionEvent)
+            .where(InstanceActionEvent.action_id == action.id,
+                   InstanceActionEvent.event == values["event"])
+            .order_by(InstanceActionEvent.id.desc())).first()
+        if row is None:
+            raise nova_exception.InstanceActionEventNotFound(action_id=action.id,
+                                                             event=values["event"])
+        for key in ("finish_time", "result", "traceback", "details"):
+            if key in values:
+                setattr(row, key, values[key])
+        if (values.get("result") or "").lower() == "error":
+            action.message = "Error"
+        action.updated_at = row.finish_time
+        session.flush()
+        return to_dict(row)
+
+
+def action_events_get(db: Database, action_id: int) -> list[dict]:
+    """An action's events, newest first (as Nova lists them)."""
+    query = (select(InstanceActionEvent)
+             .where(InstanceActionEvent.action_id == action_id,
+                    InstanceActionEvent.deleted == 0)
+             .order_by(InstanceActionEvent.created_at.desc(), InstanceActionEvent.id.desc()))
+    with db.session() as session:
+        return [to_dict(r) for r in session.scalars(query)]

@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Boolean, DateTime, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from novalab.reference.common.db import Base, utcnow
@@ -150,3 +160,46 @@ class InstanceInfoCache(TimestampMixin, SoftDeleteMixin, Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     instance_uuid: Mapped[str] = mapped_column(String(36), unique=True, index=True)
     network_info: Mapped[list] = mapped_column(JSON, default=list)
+
+
+class InstanceAction(TimestampMixin, SoftDeleteMixin, Base):
+    """One user request on one instance: ``create``, ``delete`` (``os-instance-actions``).
+
+    Found by ``(instance_uuid, request_id)``: the request id the API answered with
+    names the action, and every service that works on it for that request adds
+    its events under it.
+    """
+
+    __tablename__ = "instance_actions"
+    __table_args__ = (
+        Index("instance_uuid_idx", "instance_uuid"),
+        Index("request_id_idx", "request_id"),
+        Index("instance_actions_instance_uuid_updated_at_idx", "instance_uuid", "updated_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    action: Mapped[str | None] = mapped_column(String(255))
+    instance_uuid: Mapped[str | None] = mapped_column(String(36),
+                                                      ForeignKey("instances.uuid"))
+    request_id: Mapped[str | None] = mapped_column(String(255))
+    user_id: Mapped[str | None] = mapped_column(String(255))
+    project_id: Mapped[str | None] = mapped_column(String(255))
+    start_time: Mapped[datetime | None] = mapped_column(DateTime, default=utcnow)
+    finish_time: Mapped[datetime | None] = mapped_column(DateTime)
+    message: Mapped[str | None] = mapped_column(String(255))
+
+
+class InstanceActionEvent(TimestampMixin, SoftDeleteMixin, Base):
+    """One step a service took for an action (``compute__do_build_and_run_instance``)."""
+
+    __tablename__ = "instance_actions_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    event: Mapped[str | None] = mapped_column(String(255))
+    action_id: Mapped[int | None] = mapped_column(Integer, ForeignKey("instance_actions.id"))
+    start_time: Mapped[datetime | None] = mapped_column(DateTime, default=utcnow)
+    finish_time: Mapped[datetime | None] = mapped_column(DateTime)
+    result: Mapped[str | None] = mapped_column(String(255))  # "Success" or "Error"
+    traceback: Mapped[str | None] = mapped_column(Text)
+    host: Mapped[str | None] = mapped_column(String(255))
+    details: Mapped[str | None] = mapped_column(Text)

@@ -1,0 +1,17 @@
+"""Nova's own exceptions, beyond the tree every service shares (``nova/exception.py``).
+
+They subclass ``novalab.reference.common.exception`` classes, so the API still
+turns them into the right fault (``NotFound`` is a 404 ``itemNotFound``).
+"""
+
+from __future__ import annotations
+
+from novalab.reference.common import exception
+
+
+class InstanceActionNotFound(exception.NotFound):
+    msg_fmt = "Action for request_id %(request_id)s on instance %(instance_uuid)s not found"
+
+
+class InstanceActionEventNotFound(exception.NotFound):
+    msg_fmt = "Event %(event)s not found for action id %(action_id)s"

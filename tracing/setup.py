@@ -11,11 +11,14 @@ Where spans go:
   ``trace.json``, and/or an OTLP JSON-lines file for long-running processes;
 * to an OTLP endpoint when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set (Jaeger, a
   Collector), honouring ``OTEL_EXPORTER_OTLP_PROTOCOL`` (``grpc`` or the default
-  ``http/protobuf``).
+  ``http/protobuf``). That one is *remote*: it may be down or slow, and must
+  never slow the cloud (``otlp_guard``). ``force_flush`` waits for the local
+  exporters only, ``shutdown`` gives the remote one a few seconds at most.
 
 The SDK's batch processor drops spans silently once its queue (2,048 by default)
-is full; we size the queue for bursts and count what each exporter received
-against what the services ended, so a drop is reported instead of hidden.
+is full; we size the queue for bursts and count what each local exporter
+received against what the services ended, so a drop is reported instead of
+hidden. Spans the endpoint did not get are counted apart (``remote_skipped``).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from novalab.tracing import attributes as attr
+from novalab.tracing.otlp_guard import OtlpGuard, RemoteSpanProcessor
 from novalab.tracing.otlp_json import OtlpJsonLinesExporter
 
 # Emit the stable HTTP and database conventions (http.request.method, db.system.name,
@@ -82,11 +86,15 @@ class _EndedCounter(SpanProcessor):
                 self.ended += 1
 
 
-def _otlp_exporter_from_env() -> SpanExporter | None:
-    if not (
-        os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-        or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    ):
+def _otlp_exporter_from_env() -> tuple[SpanExporter, str] | None:
+    """The OTLP exporter the environment asks for, and the endpoint it sends to.
+
+    Its timeout is the exporter's own (``OTEL_EXPORTER_OTLP_TIMEOUT``, in seconds
+    for these exporters, 10 by default); retries and backoff are its own too.
+    """
+    endpoint = (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+                or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+    if not endpoint:
         return None
     protocol = os.environ.get(
         "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
@@ -96,7 +104,9 @@ def _otlp_exporter_from_env() -> SpanExporter | None:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
     else:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    return OTLPSpanExporter()
+    exporter = OTLPSpanExporter()
+    # The HTTP exporter appends /v1/traces to the base URL: name the URL it really uses.
+    return exporter, str(getattr(exporter, "_endpoint", None) or endpoint)
 
 
 class Telemetry:
@@ -124,26 +134,43 @@ class Telemetry:
         self._lock = threading.Lock()
         self._counter = _EndedCounter()
         self._processors: list[SpanProcessor] = []
+        # The local exporters (memory, file): what "the trace is complete" waits for.
+        self._local: list[SpanProcessor] = []
         self._counted: list[tuple[str, _CountingExporter]] = []
+        self._remote: list[tuple[str, OtlpGuard, RemoteSpanProcessor]] = []
+        self._shut_down = False
         self.memory_exporter: InMemorySpanExporter | None = None
         if not enabled:
             return
+        local_names = []
         if memory:
             # Appending to a list is cheaper than queueing it: export synchronously.
             self.memory_exporter = InMemorySpanExporter()
             self._add(SimpleSpanProcessor, "memory", self.memory_exporter)
+            local_names.append("the in-memory trace (`novalab boot` writes it to trace.json)")
         if file_path:
             self._add_batched("file", OtlpJsonLinesExporter(file_path), max_queue_size,
                               schedule_delay_millis)
+            local_names.append(str(file_path))
         if otlp:
-            exporter = _otlp_exporter_from_env()
-            if exporter is not None:
-                self._add_batched("otlp", exporter, max_queue_size, schedule_delay_millis)
+            found = _otlp_exporter_from_env()
+            if found is not None:
+                exporter, endpoint = found
+                guard = OtlpGuard(exporter, endpoint,
+                                  local=" and ".join(local_names) or "no local exporter")
+                processor = RemoteSpanProcessor(
+                    guard, guard, max_queue_size=max_queue_size,
+                    schedule_delay_millis=schedule_delay_millis,
+                    max_export_batch_size=min(512, max_queue_size))
+                self._remote.append(("otlp", guard, processor))
+                self._processors.append(processor)
 
     def _add(self, processor_cls, name, exporter, **kwargs):
         counted = _CountingExporter(exporter)
         self._counted.append((name, counted))
-        self._processors.append(processor_cls(counted, **kwargs))
+        processor = processor_cls(counted, **kwargs)
+        self._processors.append(processor)
+        self._local.append(processor)
 
     def _add_batched(self, name, exporter, max_queue_size, schedule_delay_millis):
         self._add(BatchSpanProcessor, name, exporter, max_queue_size=max_queue_size,
@@ -189,15 +216,37 @@ class Telemetry:
         return sorted({name for name, _host in self._providers})
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Hand every ended span to the local exporters (memory, file), and wait for them.
+
+        The remote OTLP exporter is not waited for: its batch thread sends on its
+        own schedule, and at ``shutdown``. "The trace is complete" is a question
+        about the local copy, and must not depend on the network.
+        """
         ok = True
-        for processor in self._processors:
+        for processor in self._local:
             ok = processor.force_flush(timeout_millis) and ok
         return ok
 
     def dropped(self) -> dict[str, int]:
-        """Spans ended but not handed to each exporter (call after ``force_flush``)."""
+        """Spans ended but not handed to each local exporter (call after ``force_flush``).
+
+        A remote endpoint that is down is not a drop: see :meth:`remote_skipped`.
+        """
         return {name: self._counter.ended - c.exported for name, c in self._counted
                 if self._counter.ended != c.exported}
+
+    def remote_skipped(self) -> dict[str, int]:
+        """Spans the OTLP endpoint did not get: failed, or skipped while it was down.
+
+        After ``shutdown`` this is every ended span the endpoint did not accept,
+        those still queued when the shutdown stopped waiting included.
+        """
+        skipped = {}
+        for name, guard, _processor in self._remote:
+            count = self._counter.ended - guard.sent if self._shut_down else guard.skipped
+            if count:
+                skipped[name] = count
+        return skipped
 
     def finished_spans(self, trace_id: int | None = None) -> list[ReadableSpan]:
         """Spans kept in memory (``memory=True``), optionally of one trace."""
@@ -213,7 +262,13 @@ class Telemetry:
             self.memory_exporter.clear()
 
     def shutdown(self) -> None:
+        """Flush and close the local exporters, then give the remote one a bounded
+        time (``otlp_guard.SHUTDOWN_TIMEOUT``) to send what is left."""
         self.force_flush()
-        for processor in self._processors:
+        for processor in self._local:
+            processor.shutdown()
+        for _name, _guard, processor in self._remote:
             processor.shutdown()
         self._processors.clear()
+        self._local.clear()
+        self._shut_down = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 from opentelemetry import trace
 
@@ -67,3 +68,22 @@ def test_disabled_telemetry_is_noop():
     provider = telemetry.provider("nova-api")
     assert isinstance(provider, trace.NoOpTracerProvider)
     assert telemetry.finished_spans() == []
+
+
+def test_a_dead_endpoint_is_not_a_drop(tmp_path, monkeypatch):
+    """dropped() is about the local copies; what the OTLP endpoint missed is counted apart."""
+    with socket.socket() as sock:  # a port nobody listens on: bound, then closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_PROTOCOL", raising=False)
+    telemetry = Telemetry(memory=True, file_path=tmp_path / "z.jsonl")
+    tracer = telemetry.tracer("nova-api")
+    for index in range(20):
+        with tracer.start_as_current_span(f"s{index}"):
+            pass
+    telemetry.shutdown()
+    assert telemetry.dropped() == {}
+    assert telemetry.remote_skipped() == {"otlp": 20}
+    assert len(telemetry.finished_spans()) == 20
+    assert len((tmp_path / "z.jsonl").read_text().splitlines()) >= 1

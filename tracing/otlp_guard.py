@@ -30,6 +30,7 @@ What they do not do, and this module adds (so only this is written by hand):
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -106,7 +107,8 @@ def describe(record_or_error: logging.LogRecord | BaseException | None) -> str:
     errors = [a for a in args if isinstance(a, BaseException)]
     if errors:
         return describe(errors[0])
-    return record_or_error.getMessage().rstrip(".")
+    # The exporter's own plan ("retrying in 0.95s") is not ours: the guard stops asking.
+    return re.sub(r", retrying in [\d.]+s", "", record_or_error.getMessage()).rstrip(".")
 
 
 class OtlpGuard(SpanExporter):
@@ -243,6 +245,9 @@ class OtlpGuard(SpanExporter):
         Shutting the exporter down wakes it from a backoff wait; a request
         already on the wire ends with its own timeout, on the batch thread.
         """
+        evidence = self._evidence if self._exporting is not None else None
+        if evidence is not None:  # what the exporter said about the export in progress
+            reason = describe(evidence)
         if reason:
             self._went_down(reason)
         with self._lock:

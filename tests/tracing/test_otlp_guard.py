@@ -147,6 +147,23 @@ def test_dead_endpoint_flushes_locally_and_warns_once(monkeypatch, caplog):
     assert telemetry.remote_skipped() == {"otlp": 40}
 
 
+def test_dead_grpc_endpoint_warns_once(monkeypatch, caplog):
+    """The gRPC exporter logs through its base class's module: held back all the same."""
+    port = closed_port()
+    endpoint(monkeypatch, port)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    telemetry = Telemetry(memory=True, schedule_delay_millis=20)
+    make_spans(telemetry, 10)
+    assert wait_for(lambda: remote_guard(telemetry)._evidence is not None), "never tried"
+    assert within(telemetry.force_flush)
+    assert within(telemetry.shutdown)
+    assert len(telemetry.finished_spans()) == 10
+    assert telemetry.remote_skipped() == {"otlp": 10}
+    [warning] = warnings(caplog)
+    assert f"127.0.0.1:{port}" in warning.getMessage()
+    assert "retrying in" not in warning.getMessage()
+
+
 def test_silent_endpoint_is_bounded(monkeypatch, caplog, tmp_path):
     listener = SilentListener()
     try:

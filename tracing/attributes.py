@@ -147,3 +147,26 @@ NOVALAB_SERVER_NAME = "novalab.server.name"
 NOVALAB_SERVER_STATUS = "novalab.server.status"
 NOVALAB_FLAVOR = "novalab.flavor"
 NOVALAB_IMAGE = "novalab.image"
+
+# The caller's request id a service keeps beside its own (oslo.context
+# ``global_request_id``): an inbound ``X-OpenStack-Request-ID`` of the form
+# ``req-<uuid>``, on the SERVER span of the service it reached and on the RPC
+# spans whose context carries it.
+OPENSTACK_GLOBAL_REQUEST_ID = "openstack.global_request_id"
+
+# nova-compute's wait for external events (nova/compute/instance_events.py): the
+# events a build waits for ("network-vif-plugged-<port>"), then each one received.
+NOVA_EVENTS = "nova.events"
+NOVA_EVENT = "nova.event"
+NOVA_EVENT_TAG = "nova.event.tag"
+NOVA_EVENT_STATUS = "nova.event.status"
+
+# The filter scheduler (nova/scheduler/filter_scheduler.py): how many hosts it
+# considered, and after each filter (a span event) which filter and how many passed.
+NOVA_SCHEDULER_HOSTS_CONSIDERED = "nova.scheduler.hosts_considered"
+NOVA_SCHEDULER_FILTER = "nova.scheduler.filter"
+NOVA_SCHEDULER_HOSTS_PASSED = "nova.scheduler.hosts_passed"
+
+# An instance-action event (nova/compute/utils.py EventReporter): its name, as
+# `openstack server event show` lists it.
+NOVA_INSTANCE_ACTION_EVENT = "nova.instance.action.event"

@@ -19,6 +19,7 @@ import time
 from opentelemetry import trace
 
 from novalab.reference.common import exception
+from novalab.tracing import attributes as attr
 from novalab.tracing.spans import code_attributes
 
 LOG = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ class ComputeVirtAPI:
                     "ComputeVirtAPI.wait_for_instance_event",
                     attributes=code_attributes(_MANAGER, "ComputeVirtAPI.wait_for_instance_event")
             ) as span:
-                span.set_attribute("nova.events", [f"{w.name}-{w.tag}" for w in waiters])
+                span.set_attribute(attr.NOVA_EVENTS, [f"{w.name}-{w.tag}" for w in waiters])
                 end = time.monotonic() + deadline
                 for waiter in waiters:
                     if not waiter.wait(max(0.0, end - time.monotonic())):
@@ -97,9 +98,9 @@ class ComputeVirtAPI:
                         raise exception.VirtualInterfaceCreateException(
                             reason=f"timed out after {deadline:.0f} s waiting for "
                                    f"{waiter.name} ({waiter.tag})")
-                    span.add_event("event received", {"nova.event": waiter.name,
-                                                      "nova.event.tag": waiter.tag or "",
-                                                      "nova.event.status": waiter.status})
+                    span.add_event("event received", {attr.NOVA_EVENT: waiter.name,
+                                                      attr.NOVA_EVENT_TAG: waiter.tag or "",
+                                                      attr.NOVA_EVENT_STATUS: waiter.status})
                     if waiter.status == "failed":
                         raise exception.VirtualInterfaceCreateException(
                             reason=f"{waiter.name} for port {waiter.tag} failed")
@@ -112,7 +113,7 @@ class ComputeVirtAPI:
         if waiter is None:
             LOG.warning("Received unexpected event %s for instance %s",
                         InstanceEvents.key(name, tag), instance_uuid)
-            trace.get_current_span().add_event("unexpected event", {"nova.event": name})
+            trace.get_current_span().add_event("unexpected event", {attr.NOVA_EVENT: name})
             return False
         waiter.set(status)
         return True

@@ -42,7 +42,7 @@ from novalab.reference.nova.compute.instance_events import ComputeVirtAPI, Insta
 from novalab.reference.nova.compute.utils import EventReporter, wrap_instance_event
 from novalab.reference.nova.conductor.rpcapi import ConductorAPI
 from novalab.tracing import attributes as attr
-from novalab.tracing.spans import set_instance_attributes, upstream
+from novalab.tracing.spans import code_attributes, set_instance_attributes, upstream
 
 LOG = logging.getLogger(__name__)
 _MANAGER = "nova/compute/manager.py"
@@ -235,9 +235,7 @@ class ComputeManager:
         """
         with self.tracer.start_as_current_span(
                 "ComputeManager._build_resources",
-                attributes={"code.function.name":
-                            "nova.compute.manager.ComputeManager._build_resources",
-                            "code.file.path": _MANAGER}):
+                attributes=code_attributes(_MANAGER, "ComputeManager._build_resources")):
             instance = self._instance_update(context, instance, expected=None,
                                              task_state=task_states.NETWORKING)
             try:

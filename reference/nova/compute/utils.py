@@ -22,7 +22,10 @@ import functools
 import inspect
 import traceback
 
+from opentelemetry import trace
+
 from novalab.reference.common.db import utcnow
+from novalab.tracing import attributes as attr
 
 SUCCESS = "Success"
 ERROR = "Error"
@@ -65,6 +68,8 @@ class EventReporter:
         self.instance_uuids = instance_uuids
 
     def __enter__(self) -> EventReporter:
+        # The span doing the work names the event, so a trace leads to `server event show`.
+        trace.get_current_span().set_attribute(attr.NOVA_INSTANCE_ACTION_EVENT, self.event_name)
         for uuid in self.instance_uuids:
             self.conductor_api.action_event_start(
                 self.context, pack_action_event_start(self.context, uuid, self.event_name,

@@ -14,6 +14,7 @@ from novalab.reference.common import exception
 from novalab.reference.nova.scheduler.filters import all_filters
 from novalab.reference.nova.scheduler.host_manager import HostManager
 from novalab.reference.nova.scheduler.weights.ram import RAMWeigher
+from novalab.tracing import attributes as attr
 from novalab.tracing.spans import upstream
 
 _FILTER_SCHEDULER = "nova/scheduler/filter_scheduler.py"
@@ -39,14 +40,14 @@ class FilterScheduler:
     def _schedule(self, context, spec: dict, num: int) -> list:
         span = trace.get_current_span()
         host_states = self.host_manager.get_all_host_states(context)
-        span.set_attribute("nova.scheduler.hosts_considered", len(host_states))
+        span.set_attribute(attr.NOVA_SCHEDULER_HOSTS_CONSIDERED, len(host_states))
         chosen = []
         for _ in range(num):
             candidates = host_states
             for host_filter in self.filters:
                 candidates = host_filter.filter_all(candidates, spec)
-                span.add_event("filter", {"nova.scheduler.filter": type(host_filter).__name__,
-                                          "nova.scheduler.hosts_passed": len(candidates)})
+                span.add_event("filter", {attr.NOVA_SCHEDULER_FILTER: type(host_filter).__name__,
+                                          attr.NOVA_SCHEDULER_HOSTS_PASSED: len(candidates)})
                 if not candidates:
                     break
             if not candidates:

@@ -315,7 +315,7 @@ class LibvirtDriver(driver.ComputeDriver):
         volumes = [m["connection_info"]["data"].get("volume_id") or m["mount_device"]
                    for m in (block_device_info or {}).get("block_device_mapping", [])]
         if volumes:
-            trace.get_current_span().set_attribute("nova.volume.ids", volumes)
+            trace.get_current_span().set_attribute(attr.NOVA_VOLUME_IDS, volumes)
         guest = Guest.create(xml, self._host)
         if power_on or pause:
             guest.launch(pause=pause)

@@ -20,6 +20,7 @@ from opentelemetry import trace
 
 from novalab.reference.ceph.rados import Rados
 from novalab.reference.ceph.rbd import Image
+from novalab.tracing import attributes as attr
 
 
 def rbd_disks(domain_xml: str) -> list[dict]:
@@ -50,10 +51,10 @@ class QemuRbdStandIn:
     def open_disk(self, disk: dict) -> None:
         with self.tracer.start_as_current_span(
                 "qemu rbd open", kind=trace.SpanKind.INTERNAL,
-                attributes={"novalab.stand_in": "qemu (libvirt test hypervisor)",
-                            "ceph.pool": disk["pool"], "ceph.object": disk["image"],
-                            "code.function.name": "qemu.block.rbd.qemu_rbd_open",
-                            "code.file.path": "block/rbd.c"}):
+                attributes={attr.NOVALAB_STAND_IN: "qemu (libvirt test hypervisor)",
+                            attr.CEPH_POOL: disk["pool"], attr.CEPH_OBJECT: disk["image"],
+                            attr.CODE_FUNCTION_NAME: "qemu.block.rbd.qemu_rbd_open",
+                            attr.CODE_FILE_PATH: "block/rbd.c"}):
             rados = Rados(disk["monitors"][0], self.tracer).connect()  # the cluster map
             try:
                 with Image(rados.open_ioctx(disk["pool"]), disk["image"]) as image:

@@ -56,7 +56,7 @@ from werkzeug.http import http_date
 from novalab.reference.ceph import errors
 from novalab.reference.ceph.rados import Rados
 from novalab.reference.common import exception
-from novalab.reference.common.wsgi import install_common_handlers
+from novalab.reference.common.wsgi import REQUEST_ID_HEADER, install_common_handlers
 from novalab.reference.keystone.middleware import AuthProtocol
 from novalab.tracing import attributes as attr
 from novalab.tracing.http import instrument_flask
@@ -372,12 +372,20 @@ def _wants_json() -> bool:
     return request.accept_mimetypes.best == "application/json"
 
 
+def trans_id() -> str:
+    """rgw's transaction id: ``tx`` + 21 hex digits, the time in hex, the zone group."""
+    return f"tx{uuid.uuid4().hex[:21]}-{int(time.time()):08x}-default"
+
+
 def create_app(gateway: Gateway, auth: AuthProtocol, tracer_provider=None) -> Flask:
     app = Flask("ceph-rgw")
     if tracer_provider is not None:
         # First, so the SERVER span also covers the token check below.
         instrument_flask(app, tracer_provider)
-    install_common_handlers(app, fault=swift_fault, request_id_header=False)
+    # Swift's transaction id is rgw's request id, answered under both names.
+    install_common_handlers(app, fault=swift_fault,
+                            request_id_headers=("X-Trans-Id", REQUEST_ID_HEADER),
+                            new_request_id=trans_id)
     auth.install(app, public_paths=("/info", "/swift/info"))
 
     @app.before_request
@@ -386,13 +394,6 @@ def create_app(gateway: Gateway, auth: AuthProtocol, tracer_provider=None) -> Fl
         if context is not None and not set(context.roles) & set(ACCEPTED_ROLES):
             return swift_fault(403, "Access was denied to this resource.")
         return None
-
-    @app.after_request
-    def _trans_id(response):
-        trans_id = f"tx{uuid.uuid4().hex[:21]}-{int(time.time()):08x}-default"
-        response.headers["X-Trans-Id"] = trans_id
-        response.headers["X-Openstack-Request-Id"] = trans_id
-        return response
 
     @app.errorhandler(errors.Error)
     def _rados_error(exc):

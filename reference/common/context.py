@@ -3,6 +3,11 @@
 Like ``nova.context.RequestContext`` it travels with every RPC message as a plain
 dict (``to_dict``/``from_dict``), so the scheduler, conductor and compute host act
 with the identity the API validated, and log lines share one request id.
+
+Two ids, as in oslo.context: ``request_id`` is the one the API that took the
+request generated (and answered with); ``global_request_id`` the one its caller
+sent in ``X-OpenStack-Request-ID``, if any. A service calling another sends
+``global_id`` (the global one, else its own), so one id follows the request.
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ class RequestContext:
     def __post_init__(self) -> None:
         if "admin" in self.roles:
             self.is_admin = True
+
+    @property
+    def global_id(self) -> str:
+        """The id to send on to other services (oslo.context ``global_id``)."""
+        return self.global_request_id or self.request_id
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -2,23 +2,36 @@
 
 OpenStack APIs answer errors with a JSON *fault body* named after the status,
 ``{"badRequest": {"code": 400, "message": "..."}}`` in Nova's style, and tag every
-response with ``X-OpenStack-Request-ID``. Services run on Werkzeug's threaded
-WSGI server, one thread each, so the embedded cloud speaks real HTTP on loopback.
+response with ``X-OpenStack-Request-ID`` (oslo.middleware's ``RequestId``, see
+:func:`install_request_id`). Services run on Werkzeug's threaded WSGI server, one
+thread each, so the embedded cloud speaks real HTTP on loopback.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
+from collections.abc import Callable
 
 from flask import Flask, g, jsonify, request
+from opentelemetry import trace
 from werkzeug.exceptions import HTTPException
 from werkzeug.serving import make_server
 
 from novalab.reference.common import exception
 from novalab.reference.common.context import generate_request_id
+from novalab.tracing import attributes as attr
 
 LOG = logging.getLogger(__name__)
+
+# oslo_middleware/request_id.py: the header every API answers with (and a caller may
+# send), and the form an inbound id must have to be kept as the global request id.
+REQUEST_ID_HEADER = "X-OpenStack-Request-ID"
+GLOBAL_REQUEST_ID_FORMAT = re.compile(
+    r"^req-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}$")
+# Nova answers with the id under its older name too (ComputeReqIdMiddleware).
+COMPUTE_REQUEST_ID_HEADER = "X-Compute-Request-Id"
 
 # Nova's fault names (nova/api/openstack/wsgi.py, Fault._fault_names).
 FAULT_NAMES = {
@@ -54,21 +67,42 @@ def keystone_fault(code: int, message: str, title: str | None = None):
     return response
 
 
-def install_common_handlers(app: Flask, fault=nova_fault, request_id_header=True) -> None:
-    """Request ids on every response; every error rendered as ``fault(code, message)``."""
+def install_request_id(app: Flask, headers: tuple[str, ...] = (REQUEST_ID_HEADER,),
+                       new_request_id: Callable[[], str] = generate_request_id) -> None:
+    """Give each request its own id, as oslo.middleware's ``RequestId`` does.
+
+    Before the request: a new id in ``g.request_id`` (the service's own, whatever
+    the caller sent), recorded as ``openstack.request_id`` on the HTTP SERVER span
+    the Flask instrumentation opened (install this after ``instrument_flask``).
+    A caller's ``X-OpenStack-Request-ID`` of the ``req-<uuid>`` form is kept as
+    ``g.global_request_id`` (``openstack.global_request_id``): one id across the
+    services a request reaches. After it: the id in each of ``headers``.
+    """
 
     @app.before_request
     def _assign_request_id():
-        g.request_id = generate_request_id()
+        g.request_id = new_request_id()
+        inbound = request.headers.get(REQUEST_ID_HEADER, "")
+        g.global_request_id = inbound if GLOBAL_REQUEST_ID_FORMAT.match(inbound) else None
+        span = trace.get_current_span()
+        span.set_attribute(attr.OPENSTACK_REQUEST_ID, g.request_id)
+        if g.global_request_id:
+            span.set_attribute(attr.OPENSTACK_GLOBAL_REQUEST_ID, g.global_request_id)
 
-    if request_id_header:
-        @app.after_request
-        def _tag_response(response):
-            request_id = getattr(g, "request_id", None)
-            if request_id:
-                response.headers["X-OpenStack-Request-ID"] = request_id
-                response.headers["X-Compute-Request-Id"] = request_id
-            return response
+    @app.after_request
+    def _tag_response(response):
+        request_id = g.get("request_id")
+        for header in headers:
+            if request_id and header not in response.headers:
+                response.headers[header] = request_id
+        return response
+
+
+def install_common_handlers(app: Flask, fault=nova_fault,
+                            request_id_headers: tuple[str, ...] = (REQUEST_ID_HEADER,),
+                            new_request_id: Callable[[], str] = generate_request_id) -> None:
+    """Request ids on every response; every error rendered as ``fault(code, message)``."""
+    install_request_id(app, request_id_headers, new_request_id)
 
     @app.errorhandler(exception.NovaLabException)
     def _novalab_error(exc):

@@ -127,7 +127,10 @@ class AuthProtocol:
                 g.context = self.context_for(token)
             except exception.NotAuthorized:
                 return self._unauthorized()
+            # The API's own request id, and the caller's if it sent one (a service
+            # calling another, as nova-compute calls neutron): oslo.context's pair.
             g.context.request_id = g.get("request_id", g.context.request_id)
+            g.context.global_request_id = g.get("global_request_id")
             return None
 
     def _unauthorized(self):

@@ -40,8 +40,12 @@ RPC_SYSTEM = "oslo.messaging"
 
 def span_attributes(transport: Transport, *, operation: str, destination: str,
                     routing_key: str | None, message: Message, service: str, method: str,
-                    style: str, request_id: str | None) -> dict[str, Any]:
-    """The messaging and rpc attributes of a send, process or receive span."""
+                    style: str, context: dict) -> dict[str, Any]:
+    """The messaging and rpc attributes of a send, process or receive span.
+
+    ``context`` is the request context as it travels: its request ids go on the
+    span, so a trace and a service's logs (or ``server event list``) meet.
+    """
     values = {
         attr.MESSAGING_SYSTEM: transport.system,
         attr.MESSAGING_OPERATION_NAME: operation,
@@ -55,7 +59,8 @@ def span_attributes(transport: Transport, *, operation: str, destination: str,
         attr.RPC_SERVICE: service,
         attr.RPC_METHOD: method,
         attr.NOVALAB_RPC_STYLE: style,
-        attr.OPENSTACK_REQUEST_ID: request_id,
+        attr.OPENSTACK_REQUEST_ID: context.get("request_id"),
+        attr.OPENSTACK_GLOBAL_REQUEST_ID: context.get("global_request_id"),
         attr.SERVER_ADDRESS: transport.server_address,
         attr.SERVER_PORT: transport.server_port,
     }
@@ -120,8 +125,8 @@ class RPCClient:
                 reply = None
         finally:
             self.transport.forget_reply(correlation_id)
-        request_id = context_dict(ctxt).get("request_id")
-        return self._receive(request, reply, reply_queue, method, request_id, wait_start)
+        return self._receive(request, reply, reply_queue, method, context_dict(ctxt),
+                             wait_start)
 
     def _send(self, ctxt, method: str, kwargs: dict, *, style: str, timeout: float,
               correlation_id: str | None = None, reply_to: str | None = None) -> Message:
@@ -136,7 +141,7 @@ class RPCClient:
         attributes = span_attributes(
             self.transport, operation="send", destination=target.exchange,
             routing_key=target.routing_key, message=message, service=target.topic,
-            method=method, style=style, request_id=context.get("request_id"))
+            method=method, style=style, context=context)
         with self.tracer.start_as_current_span(f"send {target.routing_key}",
                                                kind=trace.SpanKind.PRODUCER,
                                                attributes=attributes):
@@ -146,7 +151,7 @@ class RPCClient:
         return message
 
     def _receive(self, request: Message, reply: Message | None, reply_queue: str,
-                 method: str, request_id: str | None, wait_start: int) -> Any:
+                 method: str, context: dict, wait_start: int) -> Any:
         """End the wait: a CONSUMER span from ``wait_start``, linked to the reply's sender.
 
         The span is made once the reply is here, because a link is best added at
@@ -160,7 +165,7 @@ class RPCClient:
         attributes = span_attributes(
             self.transport, operation="receive", destination=reply_queue, routing_key=None,
             message=reply or dataclasses.replace(request, message_id=None),
-            service=self.target.topic, method=method, style="reply", request_id=request_id)
+            service=self.target.topic, method=method, style="reply", context=context)
         if reply is None:  # nothing was received: no size to report
             del attributes[attr.MESSAGING_BODY_SIZE]
         span = self.tracer.start_span(f"receive {reply_queue}", kind=trace.SpanKind.CONSUMER,

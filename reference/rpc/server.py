@@ -168,7 +168,7 @@ class RPCServer:
         attributes = span_attributes(
             self.transport, operation="process", destination=queue,
             routing_key=message.routing_key, message=message, service=self.target.topic,
-            method=method, style=style, request_id=context.get("request_id"))
+            method=method, style=style, context=context)
         with self.tracer.start_as_current_span(
                 f"process {queue}", context=sender_context, kind=trace.SpanKind.CONSUMER,
                 links=[trace.Link(sender)] if sender.is_valid else [],
@@ -185,17 +185,16 @@ class RPCServer:
                 else:
                     LOG.debug("RPC call %s on %s raised %r", method, queue, exc)
             if message.reply_to:
-                self._reply(message, method, reply, context.get("request_id"))
+                self._reply(message, method, reply, context)
 
-    def _reply(self, request: Message, method: str, reply: dict,
-               request_id: str | None) -> None:
+    def _reply(self, request: Message, method: str, reply: dict, context: dict) -> None:
         """Publish the reply to the caller's queue through the default exchange."""
         message = Message(body=_encode_reply(reply), message_id=uuid.uuid4().hex,
                           correlation_id=request.correlation_id)
         attributes = span_attributes(
             self.transport, operation="send", destination="", routing_key=request.reply_to,
             message=message, service=self.target.topic, method=method, style="reply",
-            request_id=request_id)
+            context=context)
         with self.tracer.start_as_current_span(f"send {request.reply_to}",
                                                kind=trace.SpanKind.PRODUCER,
                                                attributes=attributes) as span:

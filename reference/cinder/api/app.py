@@ -25,14 +25,7 @@ def create_app(db: Database, volume_api, auth: AuthProtocol, tracer,
     if tracer_provider is not None:
         # First, so the SERVER span also covers the auth and version hooks below.
         instrument_flask(app, tracer_provider)
-    install_common_handlers(app, request_id_header=False)
-
-    @app.after_request
-    def _tag_response(response):
-        if g.get("request_id"):
-            response.headers["X-OpenStack-Request-Id"] = g.request_id
-        return response
-
+    install_common_handlers(app)
     auth.install(app)
 
     @app.before_request

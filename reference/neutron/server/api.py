@@ -56,14 +56,8 @@ def create_app(plugin: Ml2Plugin, auth: AuthProtocol, tracer_provider=None) -> F
     if tracer_provider is not None:
         # First, so the SERVER span also covers authentication.
         instrument_flask(app, tracer_provider)
-    install_common_handlers(app, fault=neutron_fault, request_id_header=False)
+    install_common_handlers(app, fault=neutron_fault)
     auth.install(app, public_paths=("",))
-
-    @app.after_request
-    def _request_id(response):
-        if g.get("request_id"):
-            response.headers["X-Openstack-Request-Id"] = g.request_id
-        return response
 
     @app.errorhandler(n_exc.NeutronException)
     def _neutron_error(exc: n_exc.NeutronException):

@@ -5,7 +5,11 @@ from __future__ import annotations
 from flask import Flask
 
 from novalab.reference.common.db import Database
-from novalab.reference.common.wsgi import install_common_handlers
+from novalab.reference.common.wsgi import (
+    COMPUTE_REQUEST_ID_HEADER,
+    REQUEST_ID_HEADER,
+    install_common_handlers,
+)
 from novalab.reference.keystone.middleware import AuthProtocol
 from novalab.reference.nova.api import (
     flavors,
@@ -25,7 +29,9 @@ def create_app(db: Database, compute_api: ComputeAPI, auth: AuthProtocol, tracer
     if tracer_provider is not None:
         # First, so the SERVER span also covers the auth and version hooks below.
         instrument_flask(app, tracer_provider)
-    install_common_handlers(app)
+    # Nova answers with the request id under its older name too (ComputeReqIdMiddleware).
+    install_common_handlers(app,
+                            request_id_headers=(REQUEST_ID_HEADER, COMPUTE_REQUEST_ID_HEADER))
     versions.install(app)
     auth.install(app, public_paths=("", "/v2.1"))
     servers.register(app, servers.ServersController(db, compute_api, tracer))

@@ -11,6 +11,7 @@ import httpx
 
 from novalab.reference.common import exception
 from novalab.reference.common.context import RequestContext
+from novalab.reference.common.wsgi import REQUEST_ID_HEADER
 from novalab.tracing.spans import upstream
 
 # Glance's top-level fields; everything else in an image document is a property.
@@ -27,6 +28,11 @@ def image_meta(image: dict) -> dict:
     return meta
 
 
+def _headers(context: RequestContext) -> dict:
+    """The user's token, and the request id to carry on (glanceclient's global_request_id)."""
+    return {"X-Auth-Token": context.auth_token or "", REQUEST_ID_HEADER: context.global_id}
+
+
 class GlanceImageServiceV2:
     """A glance v2 client bound to one service's HTTP client."""
 
@@ -39,7 +45,7 @@ class GlanceImageServiceV2:
     def show(self, context: RequestContext, image_id: str) -> dict:
         try:
             response = self.http.get(f"{self.endpoint}/v2/images/{image_id}",
-                                     headers={"X-Auth-Token": context.auth_token or ""})
+                                     headers=_headers(context))
         except httpx.HTTPError as exc:
             raise exception.GlanceConnectionFailed(server=self.endpoint, reason=str(exc)) from exc
         if response.status_code == 404:
@@ -53,7 +59,7 @@ class GlanceImageServiceV2:
     def download(self, context: RequestContext, image_id: str) -> bytes:
         """The image's bytes through Glance's API (``GET /v2/images/{id}/file``)."""
         response = self.http.get(f"{self.endpoint}/v2/images/{image_id}/file",
-                                 headers={"X-Auth-Token": context.auth_token or ""})
+                                 headers=_headers(context))
         if response.status_code == 404:
             raise exception.ImageNotFound(image_id=image_id)
         if response.status_code == 204:

@@ -27,6 +27,7 @@ import httpx
 
 from novalab.reference.common import exception
 from novalab.reference.common.context import RequestContext
+from novalab.reference.common.wsgi import REQUEST_ID_HEADER
 from novalab.tracing.spans import upstream
 
 LOG = logging.getLogger(__name__)
@@ -61,10 +62,13 @@ class PortBindingFailed(exception.NovaLabException):
 class _Client:
     """The few neutronclient calls Nova makes, bound to one token."""
 
-    def __init__(self, http: httpx.Client, endpoint: str, token: str | None):
+    def __init__(self, http: httpx.Client, endpoint: str, token: str | None,
+                 global_request_id: str | None = None):
         self.http = http
         self.endpoint = endpoint.rstrip("/")
         self.headers = {"X-Auth-Token": token or ""}
+        if global_request_id:  # neutronclient's global_request_id: neutron keeps it
+            self.headers[REQUEST_ID_HEADER] = global_request_id
 
     def _request(self, method: str, path: str, **kwargs) -> dict:
         try:
@@ -118,7 +122,7 @@ class API:
         token = context.auth_token
         if (admin or not token) and self.admin_token is not None:
             token = self.admin_token()
-        return _Client(self.http, self.endpoint, token)
+        return _Client(self.http, self.endpoint, token, context.global_id)
 
     # Allocate ----------------------------------------------------------------------------
 

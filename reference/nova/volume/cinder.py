@@ -28,6 +28,7 @@ import httpx
 
 from novalab.reference.common import exception
 from novalab.reference.common.context import RequestContext
+from novalab.reference.common.wsgi import REQUEST_ID_HEADER
 from novalab.tracing.spans import upstream
 
 LOG = logging.getLogger(__name__)
@@ -143,7 +144,8 @@ class API:
                  microversion: str = "3.0", json: dict | None = None,
                  not_found: exception.NovaLabException | None = None) -> httpx.Response:
         headers = {"X-Auth-Token": context.auth_token or "",
-                   "OpenStack-API-Version": f"volume {microversion}"}
+                   "OpenStack-API-Version": f"volume {microversion}",
+                   REQUEST_ID_HEADER: context.global_id}  # cinderclient's global_request_id
         try:
             response = self.http.request(method, self._url(context, path), headers=headers,
                                          json=json)

@@ -168,7 +168,8 @@ def test_trace_continues_across_send_process_reply_receive(rpc, topic):
 
     server = rpc.server([Doubler()], topic=topic, tracer=server_tracer)
     client = rpc.client(topic=topic, tracer=caller_tracer)
-    ctxt = RequestContext()
+    # A request that came with a caller's id: both ids ride on every span.
+    ctxt = RequestContext(global_request_id="req-00000000-1111-2222-3333-444444444444")
     with caller_tracer.start_as_current_span("caller") as root:
         assert client.call(ctxt, "double", x=21) == 42
     server.stop()
@@ -203,7 +204,9 @@ def test_trace_continues_across_send_process_reply_receive(rpc, topic):
     assert send.attributes[attr.RPC_SERVICE] == topic
     assert send.attributes[attr.RPC_METHOD] == "double"
     assert send.attributes[attr.NOVALAB_RPC_STYLE] == "call"
-    assert send.attributes[attr.OPENSTACK_REQUEST_ID] == ctxt.request_id
+    for span in (send, process, reply, receive):
+        assert span.attributes[attr.OPENSTACK_REQUEST_ID] == ctxt.request_id
+        assert span.attributes[attr.OPENSTACK_GLOBAL_REQUEST_ID] == ctxt.global_request_id
     assert send.attributes[attr.MESSAGING_BODY_SIZE] > 0
     assert send.attributes.get(attr.SERVER_ADDRESS) == transport.server_address
     assert process.attributes[attr.MESSAGING_OPERATION_TYPE] == "process"

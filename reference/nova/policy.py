@@ -23,8 +23,8 @@ RULES = {
     "os_compute_api:servers:index:get_all_tenants": ADMIN,
     "os_compute_api:servers:detail:get_all_tenants": ADMIN,
     "os_compute_api:os-extended-server-attributes": ADMIN,
-    # nova/policies/instance_actions.py: the server's project reads its actions; the
-    # events (and their tracebacks) of an action are for admins at microversion 2.1.
+    # nova/policies/instance_actions.py: the server's project reads its actions and
+    # their events; the events' tracebacks are for admins.
     "os_compute_api:os-instance-actions:list": PROJECT_MEMBER_OR_ADMIN,
     "os_compute_api:os-instance-actions:show": PROJECT_MEMBER_OR_ADMIN,
     "os_compute_api:os-instance-actions:events": ADMIN,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -86,6 +87,29 @@ def test_server_lifecycle(cloud_env):
     assert shown["OS-EXT-STS:vm_state"] == "active"
     openstack(cloud_env, "server", "delete", "--wait", "cli-vm")
     assert "cli-vm" not in {s["Name"] for s in table(cloud_env, "server", "list")}
+
+
+def test_server_event_list_and_show(cloud_env):
+    """The boot's story by its request id: nova-api's create action, the host's build."""
+    created = table(cloud_env, "server", "create", "--flavor", "m1.nano", "--image", "cirros",
+                    "--network", "private", "--wait", "event-vm")
+    assert created["status"] == "ACTIVE"
+    (action,) = table(cloud_env, "server", "event", "list", "event-vm")
+    assert (action["Action"], action["Server ID"]) == ("create", created["id"])
+    request_id = action["Request ID"]
+    assert re.fullmatch(r"req-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", request_id)
+    shown = table(cloud_env, "server", "event", "show", "event-vm", request_id)
+    assert (shown["action"], shown["request_id"], shown["message"]) == \
+        ("create", request_id, None)
+    # Finished before the server was saved ACTIVE, so --wait has seen it done.
+    assert [(e["event"], e["result"]) for e in shown["events"]] == \
+        [("compute__do_build_and_run_instance", "Success")]
+    assert shown["events"][0]["finish_time"] >= shown["events"][0]["start_time"]
+    missing = openstack(cloud_env, "server", "event", "show", "event-vm",
+                        "req-00000000-0000-0000-0000-000000000000", expect_ok=False)
+    assert missing.returncode != 0
+    assert "Action req-00000000-0000-0000-0000-000000000000 not found" in missing.stderr
+    openstack(cloud_env, "server", "delete", "--wait", "event-vm")
 
 
 def test_unknown_names_give_clear_errors(cloud_env):

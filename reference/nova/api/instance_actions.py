@@ -8,9 +8,10 @@ What happened to a server, request by request. nova-api records an *action*
     GET /v2.1/servers/{id}/os-instance-actions               the actions, newest first
     GET /v2.1/servers/{id}/os-instance-actions/{request_id}  one action and its events
 
-At microversion 2.1 the events are shown only to those the policy
-``os_compute_api:os-instance-actions:events`` allows (admins), tracebacks
-included; from 2.51 Nova shows them to the owner too, without tracebacks.
+Everyone who may see the action sees its events; their ``traceback`` only those
+the policy ``os_compute_api:os-instance-actions:events`` allows (admins). That is
+Nova from microversion 2.51 on; at 2.1 Nova hid the events from non-admins
+altogether, which the openstack CLI cannot show (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -46,6 +47,14 @@ def _format(row: dict, keys) -> dict:
             for key in keys}
 
 
+def _format_event(row: dict, show_traceback: bool) -> dict:
+    """An event as the API shows it; without ``traceback`` for those not allowed it."""
+    event = _format(row, EVENT_KEYS)
+    if not show_traceback:
+        del event["traceback"]
+    return event
+
+
 class InstanceActionsController:
     def __init__(self, compute_api: ComputeAPI, action_api: InstanceActionAPI, tracer):
         self.compute_api = compute_api
@@ -73,10 +82,10 @@ class InstanceActionsController:
         if action is None:
             raise exception.NotFound(f"Action {request_id} not found")
         body = _format(action, ACTION_KEYS)
-        if policy.check(context, "os_compute_api:os-instance-actions:events",
-                        {"project_id": instance["project_id"]}):
-            events = self.action_api.action_events_get(context, instance, action["id"])
-            body["events"] = [_format(e, EVENT_KEYS) for e in events]
+        show_traceback = policy.check(context, "os_compute_api:os-instance-actions:events",
+                                      {"project_id": instance["project_id"]})
+        events = self.action_api.action_events_get(context, instance, action["id"])
+        body["events"] = [_format_event(e, show_traceback) for e in events]
         return jsonify({"instanceAction": body})
 
 

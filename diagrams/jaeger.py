@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -127,11 +128,17 @@ def dumps(doc: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def write_jaeger(trace: Trace, path: str | os.PathLike) -> Path:
-    """Write ``trace`` as a Jaeger JSON file; returns the path."""
+def write_jaeger(traces: Trace | Iterable[Trace], path: str | os.PathLike) -> Path:
+    """Write one trace, or several, as one Jaeger JSON file; returns the path.
+
+    Jaeger's UI opens a file of many traces ("JSON File" upload) and lists them
+    all, so the traces a user selected travel together.
+    """
+    items = [traces] if isinstance(traces, Trace) else list(traces)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dumps(to_jaeger(trace)), encoding="utf-8")
+    doc = {"data": [item for trace in items for item in to_jaeger(trace)["data"]]}
+    path.write_text(dumps(doc), encoding="utf-8")
     return path
 
 

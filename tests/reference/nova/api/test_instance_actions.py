@@ -15,6 +15,7 @@ import jsonschema
 import pytest
 
 from novalab.reference.nova.db import api as db_api
+from novalab.tracing import attributes as attr
 
 _TIME = {"type": "string",
          "pattern": r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}$"}  # Nova's naive UTC
@@ -185,3 +186,25 @@ def test_another_projects_server_is_404(shared_cloud, login):
         response = demo.request("GET", url)
         assert response.status_code == 404
         assert "itemNotFound" in response.json()
+
+
+def test_the_create_span_names_the_server_and_the_action(shared_cloud, login):
+    """A trace is found by the server's name: ``ServersController.create`` carries it,
+    and its SERVER span the request id ``server event list`` shows."""
+    demo = login(shared_cloud)
+    request_id, server = boot(demo, shared_cloud, "findable")
+    spans = shared_cloud.telemetry.finished_spans()
+    (create,) = [s for s in spans if s.name == "ServersController.create" and
+                 s.attributes.get(attr.NOVA_INSTANCE_UUID) == server["id"]]
+    assert create.attributes[attr.NOVA_INSTANCE_DISPLAY_NAME] == "findable"
+    assert create.attributes[attr.NOVA_INSTANCE_ACTION] == "create"
+    parent = next(s for s in spans if s.context.span_id == create.parent.span_id)
+    assert parent.kind.name == "SERVER"
+    assert parent.attributes[attr.OPENSTACK_REQUEST_ID] == request_id
+    (recorded,) = [s for s in spans if s.name == "API._record_action_start" and
+                   s.attributes.get(attr.NOVA_INSTANCE_UUID) == server["id"]]
+    assert recorded.attributes[attr.NOVA_INSTANCE_ACTION] == "create"
+    (build,) = [s for s in spans if s.name == "ComputeManager._do_build_and_run_instance" and
+                s.attributes.get(attr.NOVA_INSTANCE_UUID) == server["id"]]
+    assert build.attributes[attr.NOVA_INSTANCE_ACTION_EVENT] == \
+        "compute__do_build_and_run_instance"

@@ -112,6 +112,64 @@ def test_server_event_list_and_show(cloud_env):
     openstack(cloud_env, "server", "delete", "--wait", "event-vm")
 
 
+NOVALAB = [sys.executable, "-m", "novalab.labs.cli"]
+
+
+def novalab(env, *args):
+    """A novalab command as the user types it: no file, no --state-dir (the store of
+    the running `serve` is found by itself)."""
+    result = subprocess.run([*NOVALAB, *args], env=env, capture_output=True, text=True,
+                            timeout=180)
+    assert result.returncode == 0, f"novalab {' '.join(args)}:\n{result.stdout[-3000:]}\n" \
+                                   f"{result.stderr}"
+    return result
+
+
+def test_the_trace_of_each_cli_boot_is_found_checked_and_drawn(cloud_env, tmp_path):
+    """Two boots with the CLI, one with a volume: each is found by the server's name and by
+    its create's request id, checks clean on every step it implies, and draws."""
+    plain = table(cloud_env, "server", "create", "--flavor", "m1.nano", "--image", "cirros",
+                  "--network", "private", "--wait", "mine-1")
+    volume = table(cloud_env, "server", "create", "--flavor", "m1.nano", "--image", "cirros",
+                   "--network", "private", "--block-device",
+                   "source_type=blank,destination_type=volume,volume_size=1,"
+                   "delete_on_termination=true", "--wait", "mine-2")
+    for server in (plain, volume):
+        assert server["status"] == "ACTIVE"
+        (row,) = json.loads(novalab(cloud_env, "trace", "list", "--server", server["name"],
+                                    "--json").stdout)
+        assert row["kind"] == "boot" and row["stitched"] and row["status"] == "ACTIVE"
+        assert row["servers"] == [{"id": server["id"], "name": server["name"]}]
+        matched, expected = map(int, row["steps"].split("/"))
+        assert matched == expected >= 43
+        check = novalab(cloud_env, "flow", "check", "--server", server["name"])
+        assert "MISSING" not in check.stdout and ", 0 out of order" in check.stdout
+        drawn = tmp_path / f"{server['name']}.svg"
+        novalab(cloud_env, "diagram", "--server", server["name"], "-o", str(drawn))
+        assert drawn.read_text().lstrip().startswith("<svg")
+        # The operator's view names the same boot: the create action's request id.
+        (action,) = table(cloud_env, "server", "event", "list", server["name"])
+        assert action["Action"] == "create" and action["Request ID"] in row["request_ids"]
+        assert row["create_request_id"] == action["Request ID"]
+        (by_request,) = json.loads(novalab(cloud_env, "trace", "list", "--request-id",
+                                           action["Request ID"], "--json",
+                                           "--no-steps").stdout)
+        assert by_request["trace_id"] == row["trace_id"]
+        shown = novalab(cloud_env, "trace", "show", "--request-id", action["Request ID"])
+        assert shown.stdout.startswith(f"trace {row['trace_id']}:")
+    # The volume was implied, and Cinder's steps found, only for the boot that asked.
+    reports = {name: json.loads(novalab(cloud_env, "flow", "check", "--server", name,
+                                        "--format", "json").stdout)
+               for name in ("mine-1", "mine-2")}
+    assert reports["mine-1"]["steps"][38]["status"] == "not_expected"
+    assert reports["mine-2"]["steps"][38]["status"] == "matched"
+    both = tmp_path / "both.jaeger.json"
+    novalab(cloud_env, "export", "jaeger", "--server", "mine-1", "-o", str(both))
+    assert len(json.loads(both.read_text())["data"]) == 1
+    for name in ("mine-1", "mine-2"):
+        openstack(cloud_env, "server", "delete", "--wait", name)
+
+
 def test_unknown_names_give_clear_errors(cloud_env):
     result = openstack(cloud_env, "server", "show", "no-such-server", expect_ok=False)
     assert result.returncode != 0

@@ -7,6 +7,7 @@ The ``novalab`` command lives in ``labs/cli.py``; it adds these with one line,
     novalab diagram [TRACE] --kind sequence --format svg|html|mermaid|plantuml [--full] -o FILE
     novalab diagram [TRACE] --kind callgraph --format svg|png|dot -o FILE
     novalab export jaeger [TRACE] -o FILE
+    novalab web [--state-dir DIR] [--host 127.0.0.1] [--port 8700]
 
 TRACE is OTLP JSON, OTLP JSON lines or Jaeger JSON; with several traces in one
 file the largest is used unless ``--trace-id`` says which. Without TRACE, a
@@ -179,10 +180,37 @@ def export_jaeger(trace_file, output, **selectors):
     click.echo(f"wrote {path}", err=True)
 
 
-COMMANDS = (flow_group, diagram, export_group)
+@click.command("web")
+@click.option("--state-dir", default=None, type=click.Path(file_okay=False),
+              help="The deployment's state directory (default: the running or last "
+                   "deployment novalab started, else .novalab).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8700, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to listen on (0: any free port).")
+def web(state_dir, host, port):
+    """Serve the trace page: the traces as they arrive, and each one as a sequence
+    diagram, flow check, timeline and call graph. Runs until Ctrl-C.
+
+    Fully offline (nothing is fetched from the network); see docs/web.md."""
+    from novalab.diagrams import web as web_app
+    from novalab.tracing.store import NoTrace, locate
+
+    try:
+        state = locate(state_dir)
+    except NoTrace:
+        state = Path(".novalab")  # `novalab serve`'s default: the page waits for traces
+    try:
+        web_app.serve(state, host, port, on_ready=lambda server: click.echo(
+            f"novalab web: {web_app.page_url(server)}  (traces in {state / 'traces'}; "
+            "Ctrl-C to stop)"))
+    except OSError as exc:
+        raise InputError(str(exc)) from exc
+
+
+COMMANDS = (flow_group, diagram, export_group, web)
 
 
 def register(main: click.Group) -> None:
-    """Add ``flow``, ``diagram`` and ``export`` to the ``novalab`` command."""
+    """Add ``flow``, ``diagram``, ``export`` and ``web`` to the ``novalab`` command."""
     for command in COMMANDS:
         main.add_command(command)

@@ -13,11 +13,12 @@ PYTHON=${PYTHON:-python3}
 # graphviz: the `dot` binary behind call-graph rendering.
 APT_PACKAGES="pkg-config libvirt-dev libvirt0 graphviz"
 # chromium: renders the SVG/HTML diagrams headless in the tests;
+# chromium-driver: lets Selenium drive that chromium through the trace page (novalab web);
 # plantuml: checks the PlantUML text with PlantUML's own parser;
 # dnsmasq-base: the real dnsmasq binary (no system service) for the DHCP driver's
 # test against the real thing; the embedded cloud still uses the stand-in.
 if [ "${1:-}" = "--test" ]; then
-  APT_PACKAGES="$APT_PACKAGES chromium plantuml dnsmasq-base"
+  APT_PACKAGES="$APT_PACKAGES chromium chromium-driver plantuml dnsmasq-base"
 fi
 
 missing=()

@@ -97,9 +97,12 @@ def main():
               show_default=True,
               help="'running': boot on the cloud `novalab up` started (its --state-dir), and "
                    "collect the trace from its processes' files.")
+@click.option("--web", is_flag=True,
+              help="Then serve the trace page (novalab web) on http://127.0.0.1:8700 until "
+                   "Ctrl-C (embedded cloud; `novalab up` serves its own).")
 @click.option("-v", "--verbose", is_flag=True, help="Log what the services do.")
 def boot(out_dir, name, flavor, image, computes, transport, db, libvirt_uri, state_dir,
-         timeout, volume_size, no_volume, no_network, no_diagrams, cloud, verbose):
+         timeout, volume_size, no_volume, no_network, no_diagrams, cloud, web, verbose):
     """Start an embedded cloud, boot one server, and write its trace.
 
     Every service runs in this process but talks as separate services do: HTTP on
@@ -122,7 +125,7 @@ def boot(out_dir, name, flavor, image, computes, transport, db, libvirt_uri, sta
     if cloud == "running":
         ctx = click.get_current_context()
         embedded_only = [f"--{name.replace('_', '-')}" for name in
-                         ("computes", "transport", "db", "libvirt_uri", "no_network")
+                         ("computes", "transport", "db", "libvirt_uri", "no_network", "web")
                          if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT]
         if embedded_only:
             raise click.UsageError(
@@ -151,9 +154,38 @@ def boot(out_dir, name, flavor, image, computes, transport, db, libvirt_uri, sta
     _keep_in_store(telemetry, embedded.config.state_dir)
     telemetry.shutdown()
     _summary(result, Counter(s.resource.attributes.get("service.name") for s in result.spans),
-             path)
+             path, telemetry.remote_skipped())
     _pictures(result.spans, path, no_diagrams)
+    if web:  # the spans are in the store (_keep_in_store) before the page is served
+        _serve_page(embedded.config.state_dir, f"/trace/{result.trace_id_hex}")
     sys.exit(0 if result.active else 1)
+
+
+def _serve_page(state_dir: Path, path: str) -> None:
+    """`boot --web`: the trace page on 127.0.0.1:8700 (any free port if taken) until Ctrl-C."""
+    from novalab.diagrams import web
+
+    def ready(server):
+        click.echo(f"trace page: {web.page_url(server, path)}   (Ctrl-C to stop)")
+
+    try:
+        web.serve(state_dir, port=web.DEFAULT_PORT, on_ready=ready)
+    except OSError as exc:
+        console.print(f"[yellow]{exc}; serving on another port[/]")
+        web.serve(state_dir, port=0, on_ready=ready)
+
+
+def _web_page(state_dir: Path, port: int):
+    """`serve`'s trace page on 127.0.0.1:PORT, in a thread; None for port 0 or a busy port."""
+    if not port:
+        return None
+    from novalab.diagrams import web
+
+    try:
+        return web.start(state_dir, port=port)
+    except OSError as exc:
+        console.print(f"[yellow]novalab: no trace page: {exc}[/] (--web-port picks another)")
+        return None
 
 
 def _keep_in_store(telemetry, state_dir: Path) -> None:
@@ -210,7 +242,8 @@ def _boot_running(state_dir, request, out_dir: Path, no_diagrams: bool) -> None:
     sys.exit(0 if result.active else 1)
 
 
-def _summary(result, by_service: Counter, path: Path) -> None:
+def _summary(result, by_service: Counter, path: Path,
+             remote_skipped: dict[str, int] | None = None) -> None:
     server = result.server
     table = Table(show_header=False, box=None)
     status = server["status"]
@@ -224,6 +257,9 @@ def _summary(result, by_service: Counter, path: Path) -> None:
                   ", ".join(f"{k} {v}" for k, v in sorted(by_service.items())))
     if result.dropped:
         table.add_row("[red]dropped[/]", f"{result.dropped}")
+    for name, count in (remote_skipped or {}).items():
+        table.add_row("[yellow]not sent[/]", f"{count} spans did not reach the {name} "
+                      "endpoint (it was down); the trace file has them all")
     table.add_row("trace file", str(path))
     console.print(table)
 
@@ -239,15 +275,18 @@ def _summary(result, by_service: Counter, path: Path) -> None:
               type=click.Path(file_okay=False), help="Database, instance files and traces.")
 @click.option("--host", "bind_host", default="127.0.0.1", show_default=True,
               help="Address the APIs listen on.")
+@click.option("--web-port", default=8700, show_default=True, type=click.IntRange(0, 65535),
+              help="The trace page (novalab web) on 127.0.0.1:PORT; 0: none.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what the services do.")
-def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, verbose):
+def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port, verbose):
     """Run the embedded cloud on the standard ports until interrupted.
 
     keystone 5000, nova 8774, nova metadata 8775, cinder 8776, glance 9292,
     neutron 9696, the metadata proxy 8780, ceph-mon 6789 and ceph-rgw 7480.
     Spans go to the trace store in STATE_DIR/traces/ (OTLP JSON lines; find
     them with `novalab trace list`) and, when OTEL_EXPORTER_OTLP_ENDPOINT is
-    set, over OTLP.
+    set, over OTLP. The trace page (`novalab web`) shows them on
+    http://127.0.0.1:8700 as they arrive.
     """
     from novalab.reference.deploy.wiring import STANDARD_PORTS
     from novalab.tracing import store
@@ -263,6 +302,7 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, verbose):
     config = _cloud_config(state, db, transport, computes, libvirt_uri, bind_host=bind_host,
                            ports=dict(STANDARD_PORTS))
     cloud = _start(config, telemetry)
+    page = _web_page(state, web_port)
     pid_file.parent.mkdir(parents=True, exist_ok=True)
     pid_file.write_text(f"{os.getpid()}\n")
     store.register(state, "serve")
@@ -281,9 +321,13 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, verbose):
     }.items():
         click.echo(f"export {key}={value}")
     click.echo(f"# traces: {state / 'traces'}   (novalab trace list; Ctrl-C to stop)")
+    if page:
+        click.echo(f"# trace page: {page.url}/")
     while not stopping:
         time.sleep(0.2)
     console.print("stopping...")
+    if page:
+        page.stop()
     cloud.stop()
     telemetry.shutdown()
     pid_file.unlink(missing_ok=True)

@@ -70,6 +70,8 @@ def _print_env(record: dict, state_dir: Path) -> None:
         click.echo(f"export {key}={value}")
     click.echo(f"# traces: {state_dir / 'traces'}   (novalab trace list; "
                "novalab flow check --server NAME)")
+    if record.get("web_url"):
+        click.echo(f"# trace page: {record['web_url']}/")
 
 
 @click.command()
@@ -83,7 +85,9 @@ def _print_env(record: dict, state_dir: Path) -> None:
 @STATE_DIR
 @click.option("--timeout", default=60.0, show_default=True,
               help="Seconds each service may take to become healthy.")
-def up(computes, transport_url, db_url, otlp, state_dir, timeout):
+@click.option("--web-port", default=8700, show_default=True, type=click.IntRange(0, 65535),
+              help="The trace page (novalab web) on 127.0.0.1:PORT, one more unit; 0: none.")
+def up(computes, transport_url, db_url, otlp, state_dir, timeout, web_port):
     """Start every service as its own process, on the standard loopback ports.
 
     Checks RabbitMQ and the database first (creating the database if it is
@@ -95,7 +99,7 @@ def up(computes, transport_url, db_url, otlp, state_dir, timeout):
 
     options = processes.UpOptions(computes=computes, transport_url=transport_url,
                                   db_url=db_url, otlp=otlp, state_dir=state_dir,
-                                  timeout=timeout)
+                                  timeout=timeout, web_port=web_port)
     try:
         record = processes.up(options, echo=_echo)
     except preflight.PreflightError as exc:
@@ -150,7 +154,8 @@ def service(name, host, transport_url, db_url, state_dir):
     """Run one service in the foreground until SIGTERM or Ctrl-C.
 
     NAME is one of the registry's services (novalab.reference.deploy.services.
-    BUILDERS). The schema must be current (`novalab db sync`). Spans go to
+    BUILDERS), or novalab-web: the trace page that `up` runs beside them. The
+    schema must be current (`novalab db sync`). Spans go to
     STATE_DIR/traces/NAME[-HOST].jsonl and, when OTEL_EXPORTER_OTLP_ENDPOINT is
     set, over OTLP.
     """
@@ -160,7 +165,7 @@ def service(name, host, transport_url, db_url, state_dir):
                         format=f"%(asctime)s %(levelname)s {name}{'@' + host if host else ''} "
                                "%(name)s: %(message)s")
     try:
-        if migrations.current(db_url) != migrations.head():
+        if name != processes.WEB_UNIT and migrations.current(db_url) != migrations.head():
             _fail(f"the database schema is not current: run `novalab db sync --db ...` "
                   f"(at {migrations.current(db_url)}, latest {migrations.head()})")
         processes.run_service(name, host, transport_url=transport_url, db_url=db_url,

@@ -15,6 +15,9 @@ parameter has no default: ``nova-compute`` on compute-1..N); which ports and RPC
 topics each one serves (recorded by the service in its ready file); the
 catalog (``services.register_endpoints`` with the URLs actually served, once
 everything is healthy, so keystone never advertises an endpoint nobody serves).
+One more unit, started last, is no OpenStack service: ``novalab-web``, the
+trace page (``novalab web``) over the deployment's trace store, on
+http://127.0.0.1:8700 (``--web-port``), so ``status`` and ``down`` see it too.
 
 Left out: restart policies (a crashed service stays down until the next ``up``,
 which starts what is not running), log rotation, and running as separate users.
@@ -51,6 +54,9 @@ from novalab.reference.deploy.wiring import STANDARD_PORTS, CloudConfig, Wiring
 LOG = logging.getLogger(__name__)
 
 SERVICE_MODULE = "novalab.reference.deploy.commands"
+WEB_UNIT = "novalab-web"  # the trace page: a unit of the deployment, not a service
+WEB_PORT = 8700
+ENV_WEB_PORT = "NOVALAB_WEB_PORT"
 START_TIMEOUT = 60.0
 STOP_GRACE = 10.0
 
@@ -72,14 +78,16 @@ def compute_hosts(computes: int) -> list[str]:
     return [f"compute-{index}" for index in range(1, computes + 1)]
 
 
-def plan(computes: int) -> list[Unit]:
-    """Every process of a whole cloud, in start order."""
+def plan(computes: int, web: bool = True) -> list[Unit]:
+    """Every process of a whole cloud, in start order; the trace page last."""
     units = []
     for name in services.BUILDERS:
         if per_host(name):
             units.extend(Unit(name, host) for host in compute_hosts(computes))
         else:
             units.append(Unit(name))
+    if web:
+        units.append(Unit(WEB_UNIT))
     return units
 
 
@@ -133,6 +141,8 @@ def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
     """
     from novalab.tracing.setup import Telemetry
 
+    if name == WEB_UNIT:
+        return run_web_page(state_dir, stop=stop, on_ready=on_ready)
     if name not in services.BUILDERS:
         raise DeployError(f"no service {name!r}; known: {', '.join(services.BUILDERS)}")
     builder = services.BUILDERS[name]
@@ -169,6 +179,39 @@ def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
         state.ready_file(unit).unlink(missing_ok=True)
         wiring.close()
         telemetry.shutdown()
+
+
+def run_web_page(state_dir: str | os.PathLike, *, port: int | None = None,
+                 stop: threading.Event | None = None,
+                 on_ready: Callable[[dict], None] | None = None) -> None:
+    """The trace page over this deployment's trace store, until ``stop`` (or a signal).
+
+    Run as ``novalab service novalab-web`` so that it is a unit like the others:
+    a pid file, a ready file whose ``http`` URL ``status`` probes, stopped by
+    ``down``. The port comes from ``$NOVALAB_WEB_PORT`` (``up --web-port``).
+    """
+    from novalab.diagrams import web
+
+    state = StateDir(state_dir).make()
+    unit = Unit(WEB_UNIT)
+    port = int(os.environ.get(ENV_WEB_PORT, WEB_PORT)) if port is None else port
+    stop = stop or _stop_on_signals()
+    try:
+        server = web.start(state.root, "127.0.0.1", port)
+    except OSError as exc:
+        raise DeployError(f"{exc} (`novalab up --web-port PORT` picks another port; 0: "
+                          "no trace page)") from exc
+    try:
+        ready = {"pid": os.getpid(), "unit": unit.id, "name": WEB_UNIT, "host": None,
+                 "controller": services.CONTROLLER, "urls": {}, "http": {"web": server.url},
+                 "topics": [], "started_at": _now()}
+        write_json(state.ready_file(unit), ready)
+        if on_ready:
+            on_ready(ready)
+        stop.wait()
+    finally:
+        state.ready_file(unit).unlink(missing_ok=True)
+        server.stop()
 
 
 def _learn_urls(urls: dict[str, str], state: StateDir, stop: threading.Event) -> None:
@@ -209,6 +252,7 @@ class UpOptions:
     otlp: str | None = None
     state_dir: str | os.PathLike = ".novalab-up"
     timeout: float = START_TIMEOUT
+    web_port: int = WEB_PORT  # the trace page on 127.0.0.1; 0: none
 
 
 @dataclass
@@ -252,6 +296,8 @@ def _spawn(unit: Unit, state: StateDir, options: UpOptions) -> subprocess.Popen:
                                                     ENV_DB: options.db_url})
     if options.otlp:
         env["OTEL_EXPORTER_OTLP_ENDPOINT"] = options.otlp
+    if unit.name == WEB_UNIT:
+        env[ENV_WEB_PORT] = str(options.web_port)
     state.ready_file(unit).unlink(missing_ok=True)
     with open(state.log(unit), "a") as log:
         log.write(f"--- {_now()} novalab up starts {unit.id}\n")
@@ -299,7 +345,7 @@ def _running(state: StateDir, unit: Unit) -> int | None:
 def up(options: UpOptions, echo: Callable[[str], None] = print) -> dict:
     """Start every service not already running; return the state written to state.json."""
     state = StateDir(options.state_dir).make()
-    units = plan(options.computes)
+    units = plan(options.computes, web=bool(options.web_port))
     previous = state.load()
     running = {u.id: pid for u in units if (pid := _running(state, u))}
     if previous and any(_running(state, _unit(d)) for d in previous.get("units", [])):
@@ -356,6 +402,7 @@ def up(options: UpOptions, echo: Callable[[str], None] = print) -> dict:
     finally:
         heartbeats.close()
     record["urls"] = served
+    record["web_url"] = (state.ready(Unit(WEB_UNIT)) or {}).get("http", {}).get("web")
     record["os_env"] = os_environment(record)
     state.save(record)
     _warn_shared_broker(state, units, options.transport_url, echo)

@@ -27,12 +27,14 @@ from pathlib import Path
 
 import httpx
 import jsonschema
+import loopback
 import pytest
 
 from novalab.diagrams import jaeger, web
 from novalab.diagrams.check import check
 from novalab.diagrams.flows import get_flow
 from novalab.diagrams.model import Span, Trace
+from novalab.reference.deploy.statedir import StateDir, Unit
 from novalab.tracing.otlp_json import spans_from_otlp, spans_to_otlp
 from novalab.tracing.store import TraceStore
 
@@ -280,6 +282,12 @@ def test_the_page_asks_nothing_of_other_hosts():
 
 # -- the commands ---------------------------------------------------------------------------------
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def _read_until(proc: subprocess.Popen, prefix: str, timeout: float = 90) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -313,6 +321,52 @@ def test_novalab_web_on_a_busy_port_says_so(store_dir):
                                str(port)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+
+
+def test_serve_hosts_the_page_on_its_state_dir(tmp_path):
+    from novalab.reference.deploy.wiring import STANDARD_PORTS
+
+    if any(loopback.port_open(port) for port in STANDARD_PORTS.values()):
+        pytest.skip(f"one of the standard ports {sorted(STANDARD_PORTS.values())} is in use")
+    proc = subprocess.Popen([*NOVALAB, "serve", "--state-dir", str(tmp_path), "--web-port",
+                             str(_free_port())], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    try:
+        url = _read_until(proc, "# trace page: ").split()[-1]
+        doc = httpx.get(url + "api/traces").json()
+        assert doc["traces_dir"] == str(tmp_path / "traces")
+        assert httpx.get(url).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    assert proc.returncode == 0
+
+
+def test_up_runs_the_page_as_one_more_unit(tmp_path, monkeypatch):
+    """``novalab up`` starts it last as ``service novalab-web``: a ready file with the URL
+    ``status`` probes, gone once stopped (the processes themselves: test_up.py)."""
+    from novalab.reference.deploy import health, processes
+
+    assert processes.plan(2)[-1] == Unit(processes.WEB_UNIT)
+    assert Unit(processes.WEB_UNIT) not in processes.plan(2, web=False)
+    monkeypatch.setenv(processes.ENV_WEB_PORT, "0")
+    stop, ready = threading.Event(), {}
+    runner = threading.Thread(target=processes.run_service, args=(processes.WEB_UNIT, None),
+                              kwargs={"transport_url": "memory://", "db_url": "sqlite://",
+                                      "state_dir": tmp_path, "stop": stop,
+                                      "on_ready": ready.update})
+    runner.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not ready and time.monotonic() < deadline:
+            time.sleep(0.02)
+        url = ready["http"]["web"]
+        assert health.http_version_doc(url).ok
+        assert StateDir(tmp_path).ready(Unit(processes.WEB_UNIT))["http"] == {"web": url}
+    finally:
+        stop.set()
+        runner.join(10)
+    assert StateDir(tmp_path).ready(Unit(processes.WEB_UNIT)) is None
 
 
 # -- in a real browser ----------------------------------------------------------------------------

@@ -119,16 +119,19 @@ def _steps(store: TraceStore, rows: list[Row]) -> dict[str, str]:
     from novalab.diagrams.check import check
     from novalab.diagrams.flows import get_flow
 
-    boots = [r for r in rows if r.kind == "boot"]
-    loaded = store.load_many(boots) if boots else {}
-    steps = {}
-    for row in rows:
+    steps = {r.id: "-" for r in rows if r.kind != "boot"}
+    steps.update({r.id: store.derived(r, "steps") for r in rows if r.kind == "boot"})
+    todo = [r for r in rows if steps[r.id] is None]
+    loaded = store.load_many(todo) if todo else {}
+    for row in todo:
         spans = loaded.get(row.id)
         if not spans:
-            steps[row.id] = "-" if row.kind != "boot" else "?"
+            steps[row.id] = "?"
             continue
         result = check(Trace.of(spans), get_flow("classic"))
         steps[row.id] = f"{result.matched_expected}/{result.expected}"
+    if todo:
+        store.remember([(r, "steps", steps[r.id]) for r in todo if steps[r.id] != "?"])
     return steps
 
 

@@ -189,6 +189,9 @@ class TraceStore:
         self.index_path = self.traces_dir / "index.json"
         self.summaries: dict[str, TraceSummary] = {}
         self._offsets: dict[str, dict] = {}
+        # Derived facts about rows (e.g. `trace list`'s flow-check column), each kept
+        # with the span count it was computed at: valid until more spans arrive.
+        self._derived: dict[str, list] = {}
 
     def exists(self) -> bool:
         return bool(trace_files(self.traces_dir))
@@ -213,11 +216,12 @@ class TraceStore:
         if data.get("version") != INDEX_VERSION:
             data = {}
         self._offsets = data.get("files", {})
+        self._derived = data.get("derived", {})
         self.summaries = {tid: TraceSummary.from_dict(item)
                           for tid, item in data.get("traces", {}).items()}
 
     def _save_index(self) -> None:
-        data = {"version": INDEX_VERSION, "files": self._offsets,
+        data = {"version": INDEX_VERSION, "files": self._offsets, "derived": self._derived,
                 "traces": {tid: s.to_dict() for tid, s in self.summaries.items()}}
         tmp = self.index_path.with_name(f".index.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data, separators=(",", ":")))
@@ -249,6 +253,8 @@ class TraceStore:
             if gone:
                 self.summaries = {tid: s for tid, s in self.summaries.items()
                                   if set(s.files) - gone}
+                self._derived = {k: v for k, v in self._derived.items()
+                                 if v[0] in self.summaries or k in self.summaries}
             self._save_index()
         return self
 
@@ -264,6 +270,22 @@ class TraceStore:
                 summary = self.summaries[span.trace_id] = TraceSummary(span.trace_id)
             summary.add(span, key)
         return offset + complete
+
+    def derived(self, row: Row, kind: str) -> str | None:
+        """A fact computed earlier for ``row`` (e.g. its steps), if no span came since."""
+        known = self._derived.get(f"{kind}:{row.id}")
+        return known[2] if known and known[1] == row.spans else None
+
+    def remember(self, facts: Iterable[tuple[Row, str, str]]) -> None:
+        """Keep facts ``(row, kind, value)`` in the index, each valid for the row's span
+        count."""
+        with self._locked():
+            offsets, summaries = self._offsets, self.summaries
+            self._load_index()
+            self._derived.update({f"{kind}:{row.id}": [row.members[0], row.spans, value]
+                                  for row, kind, value in facts})
+            self._offsets, self.summaries = offsets, summaries
+            self._save_index()
 
     # Reading spans --------------------------------------------------------------------------
 

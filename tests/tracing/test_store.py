@@ -203,3 +203,36 @@ def test_trace_list_and_selectors_on_the_command_line(traces_dir, processes):
     bad_since = runner.invoke(main, ["trace", "list", "--state-dir", state, "--since", "soon"])
     assert bad_since.exit_code == 2 and "duration" in bad_since.output
 
+
+
+def test_trace_list_checks_each_boot_once_until_it_grows(traces_dir, processes, monkeypatch):
+    """The flow-check column is kept in the index with the span count it was made at."""
+    _create_named(processes, "vm1", 300 * SECOND, server_id="eeee")
+    flush(processes, "nova-api")
+    state = str(traces_dir.parent)
+    first = CliRunner().invoke(main, ["trace", "list", "--state-dir", state, "--json"])
+    (row,) = json.loads(first.output)
+    assert row["steps"].count("/") == 1
+
+    import novalab.diagrams.check as check_module
+
+    def no_second_check(*_args, **_kwargs):
+        raise AssertionError("the flow check ran again for an unchanged boot")
+
+    monkeypatch.setattr(check_module, "check", no_second_check)
+    again = CliRunner().invoke(main, ["trace", "list", "--state-dir", state, "--json"])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.output)[0]["steps"] == row["steps"]
+    # More spans of that boot arrive: the cached value no longer holds.
+    api = processes("nova-api")
+    trace_store = TraceStore(state).refresh()
+    create = next(s for s in trace_store.spans(trace_store.rows()[0].members)
+                  if s.name == "POST /v2.1/servers")
+    late = api.tracer.start_span("late", context=trace.set_span_in_context(
+        trace.NonRecordingSpan(trace.SpanContext(
+            int(create.trace_id, 16), int(create.span_id, 16), is_remote=True,
+            trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED)))))
+    late.end()
+    flush(processes, "nova-api")
+    grown = CliRunner().invoke(main, ["trace", "list", "--state-dir", state, "--json"])
+    assert grown.exit_code != 0 and "ran again" in str(grown.exception)

@@ -280,12 +280,14 @@ class TraceStore:
         """Keep facts ``(row, kind, value)`` in the index, each valid for the row's span
         count."""
         with self._locked():
+            # Update the newest index on disk (another reader may have refreshed it since
+            # ours); offsets and summaries on disk always go together, so ours stay ours.
             offsets, summaries = self._offsets, self.summaries
             self._load_index()
             self._derived.update({f"{kind}:{row.id}": [row.members[0], row.spans, value]
                                   for row, kind, value in facts})
-            self._offsets, self.summaries = offsets, summaries
             self._save_index()
+            self._offsets, self.summaries = offsets, summaries
 
     # Reading spans --------------------------------------------------------------------------
 

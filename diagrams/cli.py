@@ -166,18 +166,81 @@ def export_group():
 
 
 @export_group.command("jaeger")
-@_source
+@click.argument("trace_file", required=False, type=click.Path(dir_okay=False))
+@click.option("--state-dir", default=None, type=click.Path(file_okay=False),
+              help="The deployment's state directory (default: the running or last one).")
+@click.option("--server", "servers", multiple=True, metavar="ID|NAME",
+              help="The boot of this server; repeat for several.")
+@click.option("--request-id", "request_ids", multiple=True, metavar="REQ",
+              help="The trace of this request id; repeat for several.")
+@click.option("--trace-id", "trace_ids", multiple=True,
+              help="A trace id (of the TRACE file, or in the store); repeat for several.")
+@click.option("--latest", is_flag=True, help="The latest boot (else request).")
+@click.option("--since", default=None, metavar="WHEN",
+              help="Every trace `trace list` shows since then (30s, 10m, 2h, 1d, ISO time).")
+@click.option("--timeout", default=10.0, show_default=True,
+              help="Seconds to wait for a trace that is still arriving.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The Jaeger JSON file to write (open it in Jaeger's UI: JSON File).")
-def export_jaeger(trace_file, output, **selectors):
-    """Write the trace as Jaeger JSON (the UI's "JSON File" upload format).
+def export_jaeger(trace_file, state_dir, servers, request_ids, trace_ids, latest, since,
+                  timeout, output):
+    """Write traces as one Jaeger JSON file (the UI's "JSON File" upload takes many).
 
-    TRACE is a trace file; without it, --server NAME (or another selector) finds
-    the trace in the trace store."""
+    From a TRACE file: every trace in it, or the --trace-id ones. From the trace
+    store: every trace the selectors name (repeat them), or all since --since."""
     from novalab.diagrams.jaeger import write_jaeger
+    from novalab.diagrams.load import TraceFormatError, load_traces
 
-    path = write_jaeger(_trace(trace_file, **selectors), output)
-    click.echo(f"wrote {path}", err=True)
+    if trace_file is not None:
+        if servers or request_ids or latest or since or state_dir:
+            raise click.UsageError("--server, --request-id, --latest, --since and --state-dir "
+                                   "choose traces in the trace store: drop the TRACE file "
+                                   "argument to use them")
+        try:
+            traces = load_traces(trace_file)
+        except TraceFormatError as exc:
+            raise InputError(str(exc)) from exc
+        if trace_ids:
+            wanted = {t.lower() for t in trace_ids}
+            traces = [t for t in traces if t.trace_id in wanted]
+            missing = wanted - {t.trace_id for t in traces}
+            if missing:
+                raise InputError(f"{trace_file}: no trace {', '.join(sorted(missing))}")
+    else:
+        traces = _store_traces(state_dir, servers, request_ids, trace_ids, latest, since,
+                               timeout)
+    path = write_jaeger(traces, output)
+    click.echo(f"wrote {path} ({len(traces)} trace{'s' if len(traces) != 1 else ''})",
+               err=True)
+
+
+def _store_traces(state_dir, servers, request_ids, trace_ids, latest, since, timeout):
+    """The traces the (repeatable) selectors name in the trace store, in the order given."""
+    from novalab.diagrams.load import load_trace
+    from novalab.tracing.cli import open_store, parse_since, select_spans
+
+    words = ([{"server": s} for s in servers] + [{"request_id": r} for r in request_ids]
+             + [{"trace_id": t} for t in trace_ids] + ([{"latest": True}] if latest else []))
+    if not words and not since:
+        raise click.UsageError("give a TRACE file, or choose traces with --server, "
+                               "--request-id, --trace-id, --latest or --since")
+    traces, seen = [], set()
+    for word in words:
+        spans, row = select_spans(state_dir=state_dir, timeout=timeout, **word)
+        if row.id not in seen:
+            seen.add(row.id)
+            traces.append(load_trace(spans))
+    if since:
+        store = open_store(state_dir).refresh()
+        since_ns = parse_since(since)
+        rows = [r for r in store.rows() if r.start_ns >= since_ns and r.id not in seen]
+        for row in rows:
+            spans = store.load(row)
+            if spans:
+                traces.append(load_trace(spans))
+    if not traces:
+        raise click.ClickException(f"no trace since {since}")
+    return traces
 
 
 @click.command("web")

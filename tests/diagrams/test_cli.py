@@ -10,9 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from novalab.diagrams.cli import register
-from novalab.diagrams.load import load_trace
+from novalab.diagrams.load import load_trace, load_traces
 
 EMBEDDED = str(Path(__file__).parent / "fixtures" / "boot-embedded.otlp.json")
+RABBITMQ = str(Path(__file__).parent / "fixtures" / "boot-rabbitmq-postgresql.otlp.jsonl")
 
 
 @click.group()
@@ -97,3 +98,21 @@ def test_export_jaeger(tmp_path):
     result = run("export", "jaeger", EMBEDDED, "-o", out)
     assert result.exit_code == 0
     assert [s.span_id for s in load_trace(out)] == [s.span_id for s in load_trace(EMBEDDED)]
+
+
+def test_export_jaeger_writes_every_trace_of_a_file_or_the_chosen_ones(tmp_path):
+    """Jaeger's UI opens a file of many traces: a file of many exports as many."""
+    both = tmp_path / "two.jsonl"
+    both.write_text(json.dumps(json.loads(Path(EMBEDDED).read_text())) + "\n"
+                    + Path(RABBITMQ).read_text())
+    ids = sorted({t.trace_id for t in load_traces(str(both))})
+    assert len(ids) >= 2
+    out = tmp_path / "all.jaeger.json"
+    result = run("export", "jaeger", both, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert sorted(t["traceID"] for t in json.loads(out.read_text())["data"]) == ids
+    one = tmp_path / "one.jaeger.json"
+    assert run("export", "jaeger", both, "--trace-id", ids[0], "-o", one).exit_code == 0
+    assert [t["traceID"] for t in json.loads(one.read_text())["data"]] == [ids[0]]
+    unknown = run("export", "jaeger", both, "--trace-id", "f" * 32, "-o", one)
+    assert unknown.exit_code == 2 and "no trace ffff" in unknown.output

@@ -236,3 +236,20 @@ def test_trace_list_checks_each_boot_once_until_it_grows(traces_dir, processes, 
     flush(processes, "nova-api")
     grown = CliRunner().invoke(main, ["trace", "list", "--state-dir", state, "--json"])
     assert grown.exit_code != 0 and "ran again" in str(grown.exception)
+
+
+def test_export_jaeger_takes_several_boots_from_the_store(traces_dir, processes, tmp_path):
+    _create_named(processes, "vm1", 300 * SECOND, server_id="f001", request_id="req-1")
+    _create_named(processes, "vm2", 400 * SECOND, server_id="f002", request_id="req-2")
+    flush(processes, "nova-api")
+    out = tmp_path / "two.jaeger.json"
+    done = CliRunner().invoke(main, ["export", "jaeger", "--state-dir", str(traces_dir.parent),
+                                     "--server", "vm1", "--request-id", "req-2", "--timeout",
+                                     "0", "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    data = json.loads(out.read_text())["data"]
+    rows = {r.id for r in TraceStore(traces_dir.parent).refresh().rows()}
+    assert len(data) == 2 and {t["traceID"] for t in data} == rows
+    since = CliRunner().invoke(main, ["export", "jaeger", "--state-dir",
+                                      str(traces_dir.parent), "--since", "1d", "-o", str(out)])
+    assert since.exit_code == 1 and "no trace since 1d" in since.output  # spans from 1970

@@ -144,6 +144,11 @@ class ServerThread:
         except OSError as exc:
             raise OSError(f"{name}: cannot listen on {host}:{port}: {exc.strerror}. "
                           "Is another service using that port?") from exc
+        except SystemExit as exc:
+            # Werkzeug prints its own hint and exits when the address is taken; a
+            # service must instead say which of its ports failed and let the caller decide.
+            raise OSError(f"{name}: cannot listen on {host}:{port}: address in use. "
+                          "Is another service using that port?") from exc
         self._server.daemon_threads = True
         self.host = host
         self.port = self._server.server_port

@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from novalab.diagrams.cli import register as register_diagrams
+from novalab.labs.lab_cli import register as register_labs
 from novalab.reference.deploy.commands import register as register_deploy
 from novalab.tracing.cli import register as register_trace
 
@@ -288,6 +289,7 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port, 
     set, over OTLP. The trace page (`novalab web`) shows them on
     http://127.0.0.1:8700 as they arrive.
     """
+    from novalab.reference.deploy.statedir import write_json
     from novalab.reference.deploy.wiring import STANDARD_PORTS
     from novalab.tracing import store
     from novalab.tracing.setup import Telemetry
@@ -312,13 +314,20 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port, 
     stopping = []
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stopping.append(True))
-    click.echo("# novalab cloud is up. For the openstack CLI:")
-    for key, value in {
+    os_env = {
         "OS_AUTH_URL": cloud.identity_url, "OS_USERNAME": "demo",
         "OS_PASSWORD": config.password, "OS_PROJECT_NAME": "demo",
         "OS_USER_DOMAIN_ID": "default", "OS_PROJECT_DOMAIN_ID": "default",
         "OS_IDENTITY_API_VERSION": "3", "OS_REGION_NAME": "RegionOne",
-    }.items():
+    }
+    # What other commands (`novalab lab`) need to reach this cloud, as `up` keeps it
+    # in state.json; written once the cloud answers, removed when it stops.
+    cloud_file = state / "cloud.json"
+    write_json(cloud_file, {"kind": "serve", "pid": os.getpid(), "os_env": os_env,
+                            "password": config.password, "urls": dict(cloud.urls),
+                            "web": f"{page.url}/" if page else None})
+    click.echo("# novalab cloud is up. For the openstack CLI:")
+    for key, value in os_env.items():
         click.echo(f"export {key}={value}")
     click.echo(f"# traces: {state / 'traces'}   (novalab trace list; Ctrl-C to stop)")
     if page:
@@ -330,12 +339,14 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port, 
         page.stop()
     cloud.stop()
     telemetry.shutdown()
+    cloud_file.unlink(missing_ok=True)
     pid_file.unlink(missing_ok=True)
 
 
 register_diagrams(main)
 register_deploy(main)
 register_trace(main)
+register_labs(main)
 
 if __name__ == "__main__":  # pragma: no cover
     main(prog_name=os.path.basename(sys.argv[0]))

@@ -15,8 +15,11 @@ def test_every_subpackage_is_listed():
     found = {package for package, folder in mapping.items() if (ROOT / folder).is_dir()}
     for package, folder in mapping.items():
         for directory in [ROOT / folder, *(ROOT / folder).rglob("*")]:
+            # A folder whose name is no Python identifier cannot be imported: it is data
+            # loaded by path (a lab, labs/NN-name/), shipped as package data.
             if directory.is_dir() and "__pycache__" not in directory.parts and \
-                    any(directory.glob("*.py")):
+                    any(directory.glob("*.py")) and all(
+                        part.isidentifier() for part in directory.relative_to(ROOT).parts):
                 relative = directory.relative_to(ROOT / folder)
                 found.add(".".join([package, *relative.parts]))
     assert found - listed == set(), "add these to [tool.setuptools] packages"

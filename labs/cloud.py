@@ -1,0 +1,194 @@
+"""The cloud a learner's labs run on, which outlives every `novalab lab` command.
+
+Two kinds:
+
+* **the lab cloud** (the default): the embedded cloud started by `lab start` as
+  a background `novalab serve` on the standard ports, its state dir
+  ``LAB_HOME/cloud``, its output in ``LAB_HOME/cloud/serve.log``. `serve` keeps
+  its pid in ``run/serve.pid`` and what clients need in ``cloud.json``; `lab
+  start` holds ``LAB_HOME/cloud.lock`` while it starts or stops it, so two
+  terminals never start two. `lab stop` (or `lab finish` of the last lab in
+  progress) stops it.
+* **a running cloud** (`lab start --cloud running`): a `novalab up` or `novalab
+  serve` deployment someone already runs, found as the trace store finds it.
+
+``LAB_HOME`` is ``$NOVALAB_LAB_HOME``, else ``$XDG_STATE_HOME/novalab/labs``
+(``~/.local/state/novalab/labs``): one per OS user. It also holds the
+learner's progress and each lab's work folder (``work/NN-name``), where labs
+ask learners to write files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from novalab.tracing import store
+
+ENV_LAB_HOME = "NOVALAB_LAB_HOME"
+START_TIMEOUT = 120.0
+
+
+class CloudError(Exception):
+    """The lab cloud cannot be started, reached or found; the message says what to do."""
+
+
+def lab_home() -> Path:
+    if os.environ.get(ENV_LAB_HOME):
+        return Path(os.environ[ENV_LAB_HOME])
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(Path.home(), ".local", "state")
+    return Path(base) / "novalab" / "labs"
+
+
+def _alive(pid) -> bool:
+    with contextlib.suppress(ChildProcessError, ValueError, TypeError):
+        os.waitpid(int(pid), os.WNOHANG)  # reap it if it was our child and has exited
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, ValueError, TypeError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _read(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+@dataclass
+class Cloud:
+    """A cloud labs can use: its state dir and how to reach it."""
+
+    kind: str          # "lab" or "running"
+    state_dir: Path
+    os_env: dict
+    password: str
+    web: str | None = None
+
+    @property
+    def auth_url(self) -> str:
+        return self.os_env["OS_AUTH_URL"]
+
+
+def describe(state_dir: Path) -> Cloud | None:
+    """The cloud of ``state_dir`` if it runs: `serve` (cloud.json) or `up` (state.json)."""
+    served = _read(state_dir / "cloud.json")
+    if served and _alive(served.get("pid")):
+        return Cloud("serve", state_dir, served["os_env"], served["password"],
+                     served.get("web"))
+    deployed = _read(state_dir / "state.json")
+    if deployed.get("os_env") and not deployed.get("stopped_at") and store.running(state_dir):
+        web = (deployed.get("urls") or {}).get("web")
+        return Cloud("up", state_dir, deployed["os_env"], deployed["password"], web)
+    return None
+
+
+class LabClouds:
+    """Starting, finding and stopping the cloud of one learner's labs."""
+
+    def __init__(self, home: Path | None = None):
+        self.home = Path(home) if home else lab_home()
+        self.lab_dir = self.home / "cloud"
+        self.choice_file = self.home / "cloud-choice.json"
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.home.mkdir(parents=True, exist_ok=True)
+        with open(self.home / "cloud.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
+    # Which cloud ----------------------------------------------------------------------------
+
+    def current(self) -> Cloud:
+        """The cloud the labs use now; CloudError says how to get one."""
+        choice = _read(self.choice_file)
+        state_dir = Path(choice["state_dir"]) if choice.get("state_dir") else self.lab_dir
+        cloud = describe(state_dir)
+        if cloud is None:
+            raise CloudError(f"no cloud runs for the labs (looked at {state_dir}): "
+                             "`novalab lab start NAME` starts one")
+        cloud.kind = choice.get("kind", "lab")
+        return cloud
+
+    def use_running(self, state_dir: str | None = None) -> Cloud:
+        """Choose a running `novalab up` or `serve` cloud for the labs."""
+        try:
+            path = store.locate(state_dir)
+        except store.NoTrace as exc:
+            raise CloudError("no running novalab cloud found: start one with `novalab up` "
+                             "or `novalab serve`, or drop --cloud running") from exc
+        cloud = describe(path)
+        if cloud is None:
+            raise CloudError(f"the cloud of {path} is not running: start it (`novalab up "
+                             f"--state-dir {path}`) or drop --cloud running")
+        self._choose("running", path)
+        cloud.kind = "running"
+        return cloud
+
+    def _choose(self, kind: str, state_dir: Path) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.choice_file.write_text(json.dumps({"kind": kind,
+                                                "state_dir": str(Path(state_dir).absolute())}))
+
+    # The lab cloud --------------------------------------------------------------------------
+
+    def start(self, extra_args: tuple[str, ...] = ()) -> Cloud:
+        """The lab cloud, started in the background unless it already runs."""
+        with self._locked():
+            self._choose("lab", self.lab_dir)
+            cloud = describe(self.lab_dir)
+            if cloud is not None:
+                cloud.kind = "lab"
+                return cloud
+            self.lab_dir.mkdir(parents=True, exist_ok=True)
+            log = open(self.lab_dir / "serve.log", "a")  # noqa: SIM115 - the child owns it
+            process = subprocess.Popen(
+                [sys.executable, "-m", "novalab.labs.cli", "serve", "--state-dir",
+                 str(self.lab_dir), *extra_args],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                env=dict(os.environ, PYTHONUNBUFFERED="1"))
+            log.close()
+            deadline = time.monotonic() + START_TIMEOUT
+            while time.monotonic() < deadline:
+                cloud = describe(self.lab_dir)
+                if cloud is not None and _read(self.lab_dir / "cloud.json").get("pid") == \
+                        process.pid:
+                    cloud.kind = "lab"
+                    return cloud
+                if process.poll() is not None:
+                    break
+                time.sleep(0.2)
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+            tail = (self.lab_dir / "serve.log").read_text(errors="replace")[-1500:]
+            raise CloudError("the lab cloud did not start (its log, "
+                             f"{self.lab_dir / 'serve.log'}, ends with):\n{tail}")
+
+    def stop(self, timeout: float = 60.0) -> bool:
+        """Stop the lab cloud (SIGINT, as Ctrl-C would); False if it was not running."""
+        with self._locked():
+            served = _read(self.lab_dir / "cloud.json")
+            pid = served.get("pid")
+            if not pid or not _alive(pid):
+                return False
+            os.kill(pid, signal.SIGINT)
+            deadline = time.monotonic() + timeout
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+            return True

@@ -1,0 +1,181 @@
+"""What a lab's ``grade.py`` and ``prepare.py`` are written with.
+
+A check is a function of a :class:`Context`, marked with :func:`check`; it
+passes by returning and fails by raising :class:`Fail` with the reason a
+learner should read::
+
+    from novalab.labs.grading import Fail, check
+
+    @check("{server} is ACTIVE")
+    def server_is_active(ctx):
+        server = ctx.server(ctx.names["server"])
+        if server["status"] != "ACTIVE":
+            raise Fail(f"{server['name']} is {server['status']}")
+
+Checks judge what really happened: the cloud's state through its APIs
+(``ctx.api``, ``ctx.server``), the learner's own trace through the trace store
+(``ctx.boot``, ``ctx.flow``), the learner's answers (``ctx.answers``) and the
+files they wrote (``ctx.workdir``). Never the commands they typed.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+
+from novalab.labs.cloud import Cloud
+from novalab.labs.course import Lab
+from novalab.reference.deploy.client import ClientError, CloudClient
+from novalab.tracing.model import Trace
+from novalab.tracing.store import NoTrace, TraceStore
+
+
+class Fail(Exception):
+    """A check that did not pass; the message is what the learner reads."""
+
+
+def check(text: str) -> Callable:
+    """Mark a function of ``grade.py`` as a check; ``text`` may name the lab's names."""
+    def mark(func):
+        func.check_text = text
+        return func
+    return mark
+
+
+@dataclass
+class Result:
+    text: str
+    passed: bool
+    why: str = ""
+
+    def to_dict(self) -> dict:
+        return {"check": self.text, "passed": self.passed, "why": self.why}
+
+
+class Api:
+    """The learner's view of the cloud's APIs: GET/POST/DELETE by service type and path."""
+
+    def __init__(self, client: CloudClient):
+        self.client = client
+
+    def request(self, method: str, service: str, path: str, **kwargs) -> httpx.Response:
+        url = self.client.endpoint(service) + path
+        headers = {"X-Auth-Token": self.client.token or "", "Accept": "application/json",
+                   **kwargs.pop("headers", {})}
+        return self.client.http.request(method, url, headers=headers, **kwargs)
+
+    def get(self, service: str, path: str, **params) -> Any:
+        response = self.request("GET", service, path, params=params or None)
+        if response.status_code != 200:
+            raise ClientError(response.status_code, response.text[:300])
+        return response.json()
+
+
+@dataclass
+class Context:
+    """Everything a check may look at, for one learner in one lab."""
+
+    lab: Lab
+    cloud: Cloud
+    user: str
+    password: str
+    project: str
+    workdir: Path
+    answers: dict[str, str] = field(default_factory=dict)
+    trace_timeout: float = 15.0
+
+    @cached_property
+    def names(self) -> dict[str, str]:
+        return self.lab.rendered_names(self.user)
+
+    def _client(self, user: str, password: str, project: str) -> CloudClient:
+        http = httpx.Client(timeout=30)
+        client = CloudClient(self.cloud.auth_url, http)
+        client.authenticate(user, password, project)
+        return client
+
+    @cached_property
+    def api(self) -> Api:
+        """The APIs as the learner (their keystone user and project)."""
+        return Api(self._client(self.user, self.password, self.project))
+
+    @cached_property
+    def admin_api(self) -> Api:
+        """The APIs as the cloud's admin (hosts, services, every project's servers)."""
+        return Api(self._client("admin", self.cloud.password, "admin"))
+
+    @cached_property
+    def store(self) -> TraceStore:
+        return TraceStore(self.cloud.state_dir)
+
+    # Servers and their traces ---------------------------------------------------------------
+
+    def server(self, name: str) -> dict | None:
+        """The learner's server called ``name`` (details), or None."""
+        servers = self.api.get("compute", "/servers/detail", name=f"^{name}$")["servers"]
+        return servers[0] if servers else None
+
+    def require_server(self, name: str, what: str = "") -> dict:
+        server = self.server(name)
+        if server is None:
+            raise Fail(f"no server named {name}" + (f": {what}" if what else ""))
+        return server
+
+    def boot(self, name: str) -> Trace:
+        """The trace of the learner's boot of server ``name``, from the trace store."""
+        server = self.require_server(name)
+        try:
+            selection = self.store.select(server=server["id"], timeout=self.trace_timeout)
+        except NoTrace as exc:
+            raise Fail(f"no trace of the boot of {name} in {self.cloud.state_dir}: {exc}") \
+                from exc
+        return Trace.of(selection.spans)
+
+    def flow(self, name: str):
+        """The flow check (classic, 58 steps) of the boot of server ``name``."""
+        from novalab.diagrams.check import check as flow_check
+        from novalab.diagrams.flows import get_flow
+
+        return flow_check(self.boot(name), get_flow("classic"))
+
+    def answer(self, key: str) -> str:
+        if key not in self.answers:
+            question = self.lab.questions.get(key, key)
+            raise Fail(f"no answer to {key!r} yet ({question}): "
+                       f"`novalab lab answer {self.lab.name} {key} VALUE`")
+        return self.answers[key].strip()
+
+
+def checks(module: ModuleType | None) -> list[Callable]:
+    """The checks of a ``grade.py`` module, in the order they are written."""
+    if module is None:
+        return []
+    found = [f for f in vars(module).values() if callable(f) and hasattr(f, "check_text")]
+    return sorted(found, key=lambda f: f.__code__.co_firstlineno)
+
+
+def grade(ctx: Context) -> list[Result]:
+    """Run every check of the lab; one result each, never an exception."""
+    results = []
+    for func in checks(ctx.lab.module("grade")):
+        text = func.check_text.format(**ctx.names)
+        try:
+            func(ctx)
+        except Fail as failure:
+            results.append(Result(text, False, str(failure)))
+        except (ClientError, httpx.HTTPError) as exc:
+            results.append(Result(text, False, f"the cloud did not answer as expected: {exc}"))
+        except Exception as exc:  # a broken check must not hide the others
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            results.append(Result(text, False, f"the check itself failed ({exc!r} at "
+                                               f"{Path(where.filename).name}:{where.lineno})"))
+        else:
+            results.append(Result(text, True))
+    return results

@@ -1,0 +1,392 @@
+"""``novalab lab``: the course, run step by step and graded from what really happened.
+
+    novalab lab list                  the course map: each lab, its steps of the 58, done or not
+    novalab lab start NAME            bring up the lab cloud (or --cloud running) and prepare
+    novalab lab step NAME [N]         the next step of the guide (--all: the whole guide)
+    novalab lab hint NAME             one more hint
+    novalab lab grade NAME            every check, one line each, pass or fail with why
+    novalab lab answer NAME KEY VALUE answer a question the lab asks
+    novalab lab solution NAME         the written solution
+    novalab lab status                the cloud, the learner, where they are
+    novalab lab reset NAME            finish, then start again
+    novalab lab finish NAME           remove what the lab and the learner made
+    novalab lab stop                  stop the lab cloud
+    novalab lab env                   the OS_* variables of the lab cloud, for eval
+    novalab lab dir NAME              your folder for a lab's files
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.table import Table
+
+from novalab.labs import cleanup
+from novalab.labs.cloud import CloudError, LabClouds
+from novalab.labs.course import LabNotFound, find, labs
+from novalab.labs.grading import Context, grade
+from novalab.labs.progress import Progress
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+# The lab cloud answers fast when a vif-plugged event is lost (the failure drill's
+# timeout) instead of after upstream's 300 s.
+LAB_CLOUD_ARGS: tuple[str, ...] = ()
+
+
+def _fail(message: str, code: int = 2):
+    err.print(f"[red]novalab lab:[/] {message}")
+    raise SystemExit(code)
+
+
+def _lab(name: str):
+    try:
+        return find(name)
+    except LabNotFound as exc:
+        _fail(str(exc))
+
+
+def _learner(cloud) -> tuple[str, str, str]:
+    """(user, password, project) the learner works as: their OS_* variables if set for
+    this cloud, else the cloud's `demo` user."""
+    if os.environ.get("OS_USERNAME") and os.environ.get("OS_AUTH_URL", "").rstrip("/") == \
+            cloud.auth_url.rstrip("/"):
+        return (os.environ["OS_USERNAME"], os.environ.get("OS_PASSWORD", ""),
+                os.environ.get("OS_PROJECT_NAME", os.environ["OS_USERNAME"]))
+    return (cloud.os_env["OS_USERNAME"], cloud.os_env.get("OS_PASSWORD", cloud.password),
+            cloud.os_env["OS_PROJECT_NAME"])
+
+
+def _user(clouds: LabClouds) -> str:
+    """The learner's keystone user, with or without a running cloud."""
+    try:
+        return _learner(clouds.current())[0]
+    except CloudError:
+        return os.environ.get("OS_USERNAME") or "demo"
+
+
+def _context(lab, clouds: LabClouds, cloud=None) -> Context:
+    if cloud is None:
+        try:
+            cloud = clouds.current()
+        except CloudError as exc:
+            _fail(f"{exc}")
+    user, password, project = _learner(cloud)
+    progress = Progress(clouds.home, user)
+    workdir = clouds.home / "work" / lab.name
+    return Context(lab=lab, cloud=cloud, user=user, password=password, project=project,
+                   workdir=workdir, answers=dict(progress.lab(lab.name).get("answers", {})))
+
+
+def _markdown(text: str) -> None:
+    out.print(Markdown(text))
+
+
+@click.group("lab")
+def lab_group():
+    """The course: labs run step by step, graded from your own boot's trace."""
+
+
+@lab_group.command("list")
+def lab_list():
+    """The course map: each lab, the steps of the 58-step flow it teaches, done or not."""
+    clouds = LabClouds()
+    user = _user(clouds)
+    records = Progress(clouds.home, user).all()
+    table = Table(title=f"the novalab course ({user})", title_justify="left")
+    for column in ("lab", "title", "steps of the 58", "needs", "state"):
+        table.add_column(column)
+    for lab in labs():
+        record = records.get(lab.name, {})
+        state = "[green]done[/]" if record.get("done") else \
+            "started" if record.get("started") and not record.get("finished") else "-"
+        table.add_row(lab.number, f"{lab.name.split('-', 1)[1]}: {lab.title}", lab.step_groups,
+                      ", ".join(lab.needs) or "-", state)
+    out.print(table)
+
+
+@lab_group.command("start")
+@click.argument("name")
+@click.option("--cloud", "cloud_kind", type=click.Choice(["lab", "running"]), default="lab",
+              show_default=True,
+              help="'lab': the lab cloud (an embedded cloud in the background, started if "
+                   "needed); 'running': a `novalab up` or `serve` cloud that already runs.")
+@click.option("--state-dir", default=None, type=click.Path(file_okay=False),
+              help="With --cloud running: that deployment's state dir (default: found).")
+def lab_start(name, cloud_kind, state_dir):
+    """Prepare a lab: its cloud, its state, its folder. Safe to run again."""
+    lab = _lab(name)
+    clouds = LabClouds()
+    if "running" in lab.needs and cloud_kind != "running":
+        _fail(f"{lab.name} needs separate service processes over RabbitMQ: start them with "
+              "`novalab up` (RabbitMQ and PostgreSQL on loopback; `rabbitmq-server -detached` "
+              f"starts RabbitMQ), then `novalab lab start {lab.name} --cloud running`")
+    started = time.monotonic()
+    try:
+        with err.status("Starting the lab cloud..." if cloud_kind == "lab" else
+                        "Finding the running cloud..."):
+            cloud = clouds.start(LAB_CLOUD_ARGS) if cloud_kind == "lab" else \
+                clouds.use_running(state_dir)
+    except CloudError as exc:
+        _fail(str(exc))
+    ctx = _context(lab, clouds, cloud)
+    ctx.workdir.mkdir(parents=True, exist_ok=True)
+    prepare = lab.module("prepare")
+    if prepare is not None and hasattr(prepare, "start"):
+        prepare.start(ctx)
+    Progress(clouds.home, ctx.user).started(lab.name, str(cloud.state_dir))
+    _markdown(f"# {lab.number} {lab.title}\n\n{lab.summary}\n\n"
+              f"**Steps of the 58-step flow:** {lab.step_groups}")
+    if ctx.names:
+        out.print("names to use: " + ", ".join(f"{k} [bold]{v}[/]" for k, v in ctx.names.items()))
+    out.print(f"cloud: {cloud.kind} ({cloud.state_dir}), user {ctx.user}; your folder: "
+              f"{ctx.workdir}")
+    if cloud.web:
+        out.print(f"trace page: {cloud.web}")
+    out.print(f'ready in {time.monotonic() - started:.1f} s. For the openstack CLI: '
+              f'eval "$(novalab lab env)"; then: novalab lab step {lab.number}')
+
+
+@lab_group.command("env")
+def lab_env():
+    """Print the OS_* variables of the labs' cloud: eval "$(novalab lab env)"."""
+    clouds = LabClouds()
+    try:
+        cloud = clouds.current()
+    except CloudError as exc:
+        _fail(str(exc))
+    for key, value in cloud.os_env.items():
+        click.echo(f"export {key}={value}")
+    click.echo(f"export NOVALAB_STATE_DIR={cloud.state_dir}")
+
+
+@lab_group.command("dir")
+@click.argument("name")
+def lab_dir(name):
+    """Print your folder for a lab (where it asks you to write files): cd "$(novalab lab dir
+    NAME)"."""
+    lab = _lab(name)
+    folder = LabClouds().home / "work" / lab.name
+    folder.mkdir(parents=True, exist_ok=True)
+    click.echo(str(folder))
+
+
+@lab_group.command("step")
+@click.argument("name")
+@click.argument("number", required=False, type=int)
+@click.option("--all", "everything", is_flag=True, help="The whole guide.")
+def lab_step(name, number, everything):
+    """Show the next step of the guide (or step N)."""
+    lab = _lab(name)
+    clouds = LabClouds()
+    user = _user(clouds)
+    if everything:
+        _markdown(lab.render(lab.guide, user))
+        return
+    steps = lab.guide_steps
+    progress = Progress(clouds.home, user)
+    current = progress.lab(lab.name).get("step", 0)
+    wanted = number if number is not None else min(current + 1, len(steps))
+    chosen = next((s for s in steps if s.number == wanted), None)
+    if chosen is None:
+        _fail(f"{lab.name} has steps 1-{len(steps)}")
+    progress.update(lab.name, step=max(current, chosen.number))
+    _markdown(lab.render(f"## Step {chosen.number} of {len(steps)}: {chosen.title}\n\n"
+                         f"{chosen.body}", user))
+    if chosen.number < len(steps):
+        out.print(f"next: novalab lab step {lab.number}")
+    else:
+        out.print(f"last step. Check your work: novalab lab grade {lab.number}")
+
+
+@lab_group.command("hint")
+@click.argument("name")
+def lab_hint(name):
+    """One more hint (each call shows the next)."""
+    lab = _lab(name)
+    clouds = LabClouds()
+    ctx = _context(lab, clouds)
+    progress = Progress(clouds.home, ctx.user)
+    if not lab.hints:
+        _fail(f"{lab.name} has no hints")
+    seen = progress.lab(lab.name).get("hints", 0)
+    shown = min(seen, len(lab.hints) - 1)
+    progress.update(lab.name, hints=shown + 1)
+    _markdown(lab.render(lab.hints[shown], ctx.user))
+    out.print(f"hint {shown + 1} of {len(lab.hints)}")
+
+
+@lab_group.command("grade")
+@click.argument("name")
+@click.option("--watch", is_flag=True, help="Grade again every few seconds until all pass.")
+@click.option("--interval", default=3.0, show_default=True, help="Seconds between grades.")
+def lab_grade(name, watch, interval):
+    """Run every check of the lab: one line each, pass or fail with why. Exit 0 when all
+    pass."""
+    lab = _lab(name)
+    clouds = LabClouds()
+    while True:
+        ctx = _context(lab, clouds)
+        results = grade(ctx)
+        for result in results:
+            mark = "[green]PASS[/]" if result.passed else "[red]FAIL[/]"
+            out.print(f"{mark}  {result.text}" + (f"\n      {result.why}" if result.why else ""))
+        passed = bool(results) and all(r.passed for r in results)
+        Progress(clouds.home, ctx.user).graded(lab.name, passed, [r.to_dict() for r in results])
+        out.print(f"{sum(r.passed for r in results)}/{len(results)} checks pass"
+                  + (f": {lab.name} done" if passed else ""))
+        if passed or not watch:
+            sys.exit(0 if passed else 1)
+        time.sleep(interval)
+
+
+@lab_group.command("answer")
+@click.argument("name")
+@click.argument("key")
+@click.argument("value", nargs=-1, required=True)
+def lab_answer(name, key, value):
+    """Answer one of the lab's questions (graded by `lab grade`)."""
+    lab = _lab(name)
+    if key not in lab.questions:
+        _fail(f"{lab.name} asks no question {key!r}; its questions: "
+              + (", ".join(f"{k} ({q})" for k, q in lab.questions.items()) or "none"))
+    clouds = LabClouds()
+    ctx = _context(lab, clouds)
+    Progress(clouds.home, ctx.user).answer(lab.name, key, " ".join(value))
+    out.print(f"{key}: {' '.join(value)} (recorded; `novalab lab grade {lab.number}` checks it)")
+
+
+@lab_group.command("solution")
+@click.argument("name")
+def lab_solution(name):
+    """The written solution of the lab."""
+    lab = _lab(name)
+    _markdown(lab.render(lab.solution, _user(LabClouds())))
+
+
+@lab_group.command("status")
+def lab_status():
+    """The labs' cloud, the learner, and each lab in progress."""
+    clouds = LabClouds()
+    try:
+        cloud = clouds.current()
+    except CloudError as exc:
+        out.print(f"cloud: none ({exc})")
+        return
+    user = _learner(cloud)[0]
+    out.print(f"cloud: {cloud.kind} at {cloud.state_dir} (keystone {cloud.auth_url})")
+    if cloud.web:
+        out.print(f"trace page: {cloud.web}")
+    out.print(f"learner: {user} (progress in {clouds.home / 'progress.json'})")
+    for lab in labs():
+        record = Progress(clouds.home, user).lab(lab.name)
+        if not record.get("started"):
+            continue
+        grades = record.get("grades", [])
+        last = grades[-1] if grades else None
+        state = "done" if record.get("done") else "finished" if record.get("finished") else \
+            "in progress"
+        out.print(f"  {lab.name}: {state}, step {record.get('step', 0)} of "
+                  f"{len(lab.guide_steps)}"
+                  + (f", last grade {sum(c['passed'] for c in last['checks'])}/"
+                     f"{len(last['checks'])}" if last else ""))
+
+
+def _finish(lab, clouds: LabClouds) -> dict:
+    ctx = _context(lab, clouds)
+    prepare = lab.module("prepare")
+    if prepare is not None and hasattr(prepare, "finish"):
+        prepare.finish(ctx)
+    _clear_faults(ctx)
+    removed = cleanup.remove_all(ctx)
+    if ctx.workdir.exists():
+        import shutil
+
+        shutil.rmtree(ctx.workdir)
+    Progress(clouds.home, ctx.user).update(lab.name, finished=time.time())
+    return removed
+
+
+def _clear_faults(ctx: Context) -> None:
+    """Clear the fault knobs the lab injects (every learner on the cloud would meet them)."""
+    if not ctx.lab.faults:
+        return
+    from novalab.reference.common.faults import Faults
+
+    faults = Faults(ctx.cloud.state_dir)
+    for name in ctx.lab.faults:
+        faults.clear(name)
+
+
+@lab_group.command("finish")
+@click.argument("name")
+@click.option("--keep-cloud", is_flag=True, help="Leave the lab cloud running.")
+def lab_finish(name, keep_cloud):
+    """Remove what the lab and you made (servers, ports, volumes, images, fault knobs,
+    your lab folder); stop the lab cloud when no other lab is in progress."""
+    lab = _lab(name)
+    clouds = LabClouds()
+    try:
+        cloud = clouds.current()
+    except CloudError as exc:
+        _fail(str(exc))
+    with err.status(f"Removing what {lab.name} made..."):
+        removed = _finish(lab, clouds)
+    out.print("removed: " + ("; ".join(f"{kind}: {', '.join(names)}"
+                                       for kind, names in removed.items()) or "nothing"))
+    user = _learner(cloud)[0]
+    busy = [n for n, r in Progress(clouds.home, user).all().items()
+            if r.get("started") and not r.get("finished")]
+    if cloud.kind == "lab" and not busy and not keep_cloud:
+        clouds.stop()
+        out.print("the lab cloud is stopped (`novalab lab start` brings it back)")
+
+
+@lab_group.command("reset")
+@click.argument("name")
+@click.pass_context
+def lab_reset(click_ctx, name):
+    """Back to the lab's start: finish it, forget your progress in it, start again."""
+    lab = _lab(name)
+    clouds = LabClouds()
+    cloud = None
+    try:
+        cloud = clouds.current()
+    except CloudError:
+        pass
+    if cloud is not None:
+        _finish(lab, clouds)
+        Progress(clouds.home, _learner(cloud)[0]).forget(lab.name)
+    click_ctx.invoke(lab_start, name=name, cloud_kind="running" if cloud and
+                     cloud.kind == "running" else "lab", state_dir=None)
+
+
+@lab_group.command("stop")
+def lab_stop():
+    """Stop the lab cloud (your progress is kept)."""
+    if LabClouds().stop():
+        out.print("the lab cloud is stopped")
+    else:
+        out.print("the lab cloud was not running")
+
+
+@lab_group.command("docs")
+@click.option("-o", "--output", default="docs/labs", show_default=True,
+              type=click.Path(file_okay=False), help="Folder to write the pages to.")
+def lab_docs(output):
+    """Publish the course as Markdown pages (what docs/labs/ holds)."""
+    from novalab.labs.publish import write_pages
+
+    for path in write_pages(Path(output)):
+        err.print(f"wrote {path}")
+
+
+def register(main: click.Group) -> None:
+    main.add_command(lab_group)

@@ -1,0 +1,134 @@
+"""The course as a learner runs it: every lab from start to finish, on the lab cloud.
+
+For each lab: `lab start`, `lab grade` fails with the reasons a learner reads,
+the written solution's commands run as a learner would type them, `lab grade`
+passes, `lab finish` leaves nothing behind. All through the `novalab` command
+in subprocesses, on one lab home (the lab cloud binds the standard ports).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import loopback
+import pytest
+
+from novalab.labs.course import find, labs
+from novalab.labs.publish import index, page
+from novalab.reference.deploy.wiring import STANDARD_PORTS
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+COURSE = labs()
+TIMINGS: dict[str, dict[str, float]] = {}
+
+
+def test_every_name_a_lab_hands_out_carries_its_prefix():
+    """`lab finish` removes by prefix: a name without it would be left behind, or
+    collide with another learner's."""
+    for lab in COURSE:
+        for key, name in lab.names.items():
+            assert name.startswith(f"lab{lab.number}-{{user}}"), (lab.name, key, name)
+
+
+def test_every_lab_has_a_guide_a_solution_and_checks():
+    for lab in COURSE:
+        assert lab.guide_steps, lab.name
+        assert [s.number for s in lab.guide_steps] == list(range(1, len(lab.guide_steps) + 1))
+        assert lab.solution_scripts("demo"), lab.name
+        assert lab.module("grade") is not None and lab.steps, lab.name
+
+
+def test_the_published_course_is_the_course():
+    """docs/labs/ is what `novalab lab docs` writes from labs/: regenerate it if not."""
+    docs = ROOT / "docs" / "labs"
+    assert (docs / "README.md").read_text() == index(COURSE)
+    for lab in COURSE:
+        assert (docs / f"{lab.name}.md").read_text() == page(lab), \
+            f"docs/labs/{lab.name}.md is stale: run `novalab lab docs`"
+
+
+@pytest.fixture(scope="module")
+def learner(tmp_path_factory):
+    """A learner's shell: the venv first on PATH, a lab home of its own."""
+    busy = [p for p in STANDARD_PORTS.values() if loopback.port_open(p)]
+    if busy:
+        pytest.skip(f"ports {busy} are in use; the lab cloud needs the standard ports")
+    home = tmp_path_factory.mktemp("lab-home")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+    env.pop("NOVALAB_STATE_DIR", None)
+    env.update(NOVALAB_LAB_HOME=str(home), PATH=f"{BIN}:{env.get('PATH', '')}")
+    yield env
+    subprocess.run([str(BIN / "novalab"), "lab", "stop"], env=env, capture_output=True,
+                   timeout=120)
+    if TIMINGS:
+        total = sum(sum(t.values()) for t in TIMINGS.values())
+        print(f"\nlab course: {total:.1f} s for {len(TIMINGS)} labs: " + ", ".join(
+            f"{name} {sum(t.values()):.1f} s (start {t['start']:.1f})"
+            for name, t in TIMINGS.items()))
+
+
+def novalab(env, *args, expect=0):
+    done = subprocess.run([str(BIN / "novalab"), *args], env=env, capture_output=True,
+                          text=True, timeout=300, cwd=env["NOVALAB_LAB_HOME"])
+    assert done.returncode == expect, \
+        f"novalab {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+@pytest.mark.parametrize("name", [lab.name for lab in COURSE if "running" not in lab.needs])
+def test_lab_from_start_to_finish(learner, name):
+    lab = find(name)
+    timing = TIMINGS.setdefault(name, {})
+    began = time.monotonic()
+    novalab(learner, "lab", "start", name)
+    timing["start"] = time.monotonic() - began
+
+    before = novalab(learner, "lab", "grade", name, expect=1).stdout
+    assert "FAIL" in before and "checks pass" in before
+    # Every failing check says why, on the line below it.
+    lines = before.splitlines()
+    for number, line in enumerate(lines):
+        if line.startswith("FAIL"):
+            assert lines[number + 1].startswith("      ") and lines[number + 1].strip()
+
+    began = time.monotonic()
+    for script in lab.solution_scripts("demo"):
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=learner,
+                              capture_output=True, text=True, timeout=600,
+                              cwd=learner["NOVALAB_LAB_HOME"])
+        assert done.returncode == 0, f"{name} solution:\n{script}\n{done.stdout}\n{done.stderr}"
+    timing["solution"] = time.monotonic() - began
+
+    after = novalab(learner, "lab", "grade", name).stdout
+    assert "FAIL" not in after and f"{name} done" in after
+
+    began = time.monotonic()
+    novalab(learner, "lab", "finish", name, "--keep-cloud")
+    timing["finish"] = time.monotonic() - began
+    _assert_nothing_left(learner, lab)
+    progress = json.loads((Path(learner["NOVALAB_LAB_HOME"]) / "progress.json").read_text())
+    assert progress["demo"][name]["done"] is True
+
+
+def _assert_nothing_left(env, lab):
+    from novalab.labs.cloud import LabClouds
+    from novalab.labs.course import find as find_lab
+    from novalab.labs.grading import Context
+
+    clouds = LabClouds(Path(env["NOVALAB_LAB_HOME"]))
+    cloud = clouds.current()
+    ctx = Context(lab=find_lab(lab.name), cloud=cloud, user="demo",
+                  password=cloud.password, project="demo", workdir=Path("/nonexistent"))
+    from novalab.labs.cleanup import leftovers
+
+    assert {kind: names for kind, names in leftovers(ctx).items() if names} == {}
+    assert not (clouds.home / "work" / lab.name).exists()
+    faults = cloud.state_dir / "faults.json"
+    if faults.exists():
+        assert not any(name in faults.read_text() for name in lab.faults)

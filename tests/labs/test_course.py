@@ -65,12 +65,7 @@ def learner(tmp_path_factory):
     env.update(NOVALAB_LAB_HOME=str(home), PATH=f"{BIN}:{env.get('PATH', '')}")
     yield env
     subprocess.run([str(BIN / "novalab"), "lab", "stop"], env=env, capture_output=True,
-                   timeout=120)
-    if TIMINGS:
-        total = sum(sum(t.values()) for t in TIMINGS.values())
-        print(f"\nlab course: {total:.1f} s for {len(TIMINGS)} labs: " + ", ".join(
-            f"{name} {sum(t.values()):.1f} s (start {t['start']:.1f})"
-            for name, t in TIMINGS.items()))
+                   timeout=120)  # the timings are reported at the end (conftest.py)
 
 
 def novalab(env, *args, expect=0):

@@ -100,14 +100,15 @@ def lab_list():
     clouds = LabClouds()
     user = _user(clouds)
     records = Progress(clouds.home, user).all()
-    table = Table(title=f"the novalab course ({user})", title_justify="left")
+    table = Table(title=f"the novalab course ({user})", title_justify="left", box=None,
+                  header_style="bold")
     for column in ("lab", "title", "steps of the 58", "needs", "state"):
         table.add_column(column)
     for lab in labs():
         record = records.get(lab.name, {})
         state = "[green]done[/]" if record.get("done") else \
             "started" if record.get("started") and not record.get("finished") else "-"
-        table.add_row(lab.number, f"{lab.name.split('-', 1)[1]}: {lab.title}", lab.step_groups,
+        table.add_row(lab.number, lab.title, lab.step_groups,
                       ", ".join(lab.needs) or "-", state)
     out.print(table)
 

@@ -166,6 +166,25 @@ NOVA_EVENT_STATUS = "nova.event.status"
 NOVA_SCHEDULER_HOSTS_CONSIDERED = "nova.scheduler.hosts_considered"
 NOVA_SCHEDULER_FILTER = "nova.scheduler.filter"
 NOVA_SCHEDULER_HOSTS_PASSED = "nova.scheduler.hosts_passed"
+# What [filter_scheduler] in nova.conf put in force for the request (on the span),
+# and for a grader, the whole decision: each "filter" event also says how many hosts
+# the filter started with, which it passed and rejected (host names), which of the
+# request's instances it ran for, and the learner's file it came from (if it did);
+# each "weigh" event lists the hosts best first with their weights and free RAM, and
+# the host chosen; the span lists the chosen hosts, one per instance.
+NOVA_SCHEDULER_ENABLED_FILTERS = "nova.scheduler.enabled_filters"
+NOVA_SCHEDULER_WEIGHERS = "nova.scheduler.weighers"
+NOVA_SCHEDULER_RAM_WEIGHT_MULTIPLIER = "nova.scheduler.ram_weight_multiplier"
+NOVA_SCHEDULER_INSTANCE_INDEX = "nova.scheduler.instance_index"
+NOVA_SCHEDULER_HOSTS_BEFORE = "nova.scheduler.hosts_before"
+NOVA_SCHEDULER_PASSED_HOSTS = "nova.scheduler.passed_hosts"
+NOVA_SCHEDULER_REJECTED_HOSTS = "nova.scheduler.rejected_hosts"
+NOVA_SCHEDULER_FILTER_FILE = "nova.scheduler.filter_file"
+NOVA_SCHEDULER_WEIGHED_HOSTS = "nova.scheduler.weighed_hosts"
+NOVA_SCHEDULER_WEIGHTS = "nova.scheduler.weights"
+NOVA_SCHEDULER_FREE_RAM_MB = "nova.scheduler.free_ram_mb"
+NOVA_SCHEDULER_CHOSEN_HOST = "nova.scheduler.chosen_host"
+NOVA_SCHEDULER_CHOSEN_HOSTS = "nova.scheduler.chosen_hosts"
 
 # An instance-action event (nova/compute/utils.py EventReporter): its name, as
 # `openstack server event show` lists it.

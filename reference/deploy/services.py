@@ -29,6 +29,7 @@ from novalab.reference.nova.conductor.manager import ConductorManager
 from novalab.reference.nova.conductor.rpcapi import ConductorAPI
 from novalab.reference.nova.image.glance import GlanceImageServiceV2
 from novalab.reference.nova.network.neutron import API as NeutronAPI
+from novalab.reference.nova.scheduler import conf as scheduler_conf
 from novalab.reference.nova.scheduler.manager import SchedulerManager
 from novalab.reference.nova.scheduler.rpcapi import SchedulerAPI
 from novalab.reference.nova.virt.images import ImageFetcher
@@ -75,9 +76,13 @@ def nova_conductor(w: Wiring, host: str = CONTROLLER) -> ConductorManager:
 
 
 def nova_scheduler(w: Wiring, host: str = CONTROLLER) -> SchedulerManager:
+    """The scheduler, configured by STATE_DIR/nova.conf (written with the defaults if
+    missing, for the learner to edit; read again whenever it changes)."""
     tracer = w.tracer("nova-scheduler")
+    scheduler_conf.write_default(scheduler_conf.conf_path(w.config.state_dir))
     manager = SchedulerManager(w.database("nova-scheduler"),
-                               ComputeRPCAPI(w.transport(), tracer), tracer)
+                               ComputeRPCAPI(w.transport(), tracer), tracer,
+                               state_dir=w.config.state_dir)
     w.rpc_server("scheduler", host, [manager], tracer)
     return manager
 

@@ -3,13 +3,17 @@
 The classic flow's scheduler picks a host, records it on the instance (step 11)
 and casts ``build_and_run_instance`` to that host's queue (step 12). When no host
 fits, the instance goes to ERROR with a NoValidHost fault instead of waiting
-forever in BUILD.
+forever in BUILD; so it does when scheduling fails in any other way (a
+``nova.conf`` or a learner's filter that does not load, a filter that raises),
+with a fault that says what failed, as Grizzly's ``run_instance`` did.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import traceback
+from pathlib import Path
 
 from opentelemetry import trace
 
@@ -18,6 +22,8 @@ from novalab.reference.common.db import Database
 from novalab.reference.nova.compute import vm_states
 from novalab.reference.nova.compute.rpcapi import ComputeAPI
 from novalab.reference.nova.db import api as db_api
+from novalab.reference.nova.scheduler import exception as scheduler_exception
+from novalab.reference.nova.scheduler.conf import CONF_NAME
 from novalab.reference.nova.scheduler.filter_scheduler import FilterScheduler
 from novalab.reference.nova.scheduler.host_manager import HostManager
 from novalab.tracing.spans import set_instance_attributes, upstream
@@ -25,12 +31,22 @@ from novalab.tracing.spans import set_instance_attributes, upstream
 LOG = logging.getLogger(__name__)
 
 
+# What a broken configuration or filter raises: one clear line in the log.
+_SCHEDULER_ERRORS = (scheduler_exception.SchedulerHostFilterNotFound,
+                     scheduler_exception.ClassNotFound,
+                     scheduler_exception.SchedulerHostFilterFailed,
+                     scheduler_exception.SchedulerFilterFileInvalid,
+                     scheduler_exception.SchedulerConfigInvalid)
+
+
 class SchedulerManager:
-    def __init__(self, db: Database, compute_rpcapi: ComputeAPI, tracer):
+    def __init__(self, db: Database, compute_rpcapi: ComputeAPI, tracer, state_dir=None):
         self.db = db
         self.tracer = tracer
         self.compute_rpcapi = compute_rpcapi
-        self.driver = FilterScheduler(HostManager(db, tracer), tracer)
+        # [filter_scheduler] comes from the deployment's STATE_DIR/nova.conf.
+        conf_path = None if state_dir is None else Path(state_dir).absolute() / CONF_NAME
+        self.driver = FilterScheduler(HostManager(db, tracer, conf_path), tracer)
         # Selecting hosts reads usage from the DB; saving the host is the claim.
         # Nova resolves two schedulers racing for the last slot with compute-side
         # claims and a reschedule (later, placement allocations); novalab has one
@@ -46,14 +62,22 @@ class SchedulerManager:
                 destinations = self.driver.select_destinations(context, request_spec)
             except exception.NoValidHost as exc:
                 LOG.warning("NoValidHost for %s: %s", uuids, exc)
-                no_valid_host = exc
+                failure = exc
+            except _SCHEDULER_ERRORS as exc:
+                # The learner's traceback (the cause), where there is one.
+                LOG.error("Scheduling %s failed: %s", uuids, exc,
+                          exc_info=exc if exc.__cause__ else None)
+                failure = exc
+            except Exception as exc:
+                LOG.exception("Scheduling %s failed", uuids)
+                failure = exc
             else:
-                no_valid_host = None
+                failure = None
                 instances = [self._instance_update_db(context, uuid, dest)
                              for uuid, dest in zip(uuids, destinations, strict=True)]
-        if no_valid_host is not None:
+        if failure is not None:
             for uuid in uuids:
-                self._set_vm_state_with_fault(context, uuid, no_valid_host)
+                self._set_vm_state_with_fault(context, uuid, failure)
             return
         for instance, dest in zip(instances, destinations, strict=True):
             self.compute_rpcapi.build_and_run_instance(
@@ -72,11 +96,18 @@ class SchedulerManager:
 
     @upstream("nova/scheduler/utils.py", "set_vm_state_and_notify")
     def _set_vm_state_with_fault(self, context, instance_uuid: str, exc: Exception) -> None:
-        """ERROR, task cleared, and a fault the API will show the user."""
+        """ERROR, task cleared, and a fault the API will show the user.
+
+        As ``compute_utils.exception_to_dict``: a novalab exception's message, any
+        other's class name only (it may hold what users should not see); the
+        traceback, with its cause, as the details only admins are shown.
+        """
+        message = (exc.format_message() if isinstance(exc, exception.NovaLabException)
+                   else type(exc).__name__)
         # The fault before the state: a client that sees ERROR must find its reason.
         db_api.instance_fault_create(self.db, {
-            "instance_uuid": instance_uuid, "code": 500, "message": str(exc),
-            "details": f"{type(exc).__name__}: {exc}"})
+            "instance_uuid": instance_uuid, "code": 500, "message": message,
+            "details": "".join(traceback.format_exception(exc))})
         try:
             db_api.instance_update(
                 self.db, instance_uuid, {"vm_state": vm_states.ERROR, "task_state": None})

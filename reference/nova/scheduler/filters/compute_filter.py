@@ -4,5 +4,5 @@ from novalab.reference.nova.scheduler.filters import BaseHostFilter
 
 
 class ComputeFilter(BaseHostFilter):
-    def host_passes(self, host_state, spec: dict) -> bool:
+    def host_passes(self, host_state, spec_obj) -> bool:
         return host_state.service_up and not host_state.service_disabled

@@ -4,6 +4,6 @@ from novalab.reference.nova.scheduler.filters import BaseHostFilter
 
 
 class CoreFilter(BaseHostFilter):
-    def host_passes(self, host_state, spec: dict) -> bool:
+    def host_passes(self, host_state, spec_obj) -> bool:
         limit = host_state.vcpus_total * host_state.cpu_allocation_ratio
-        return limit - host_state.vcpus_used >= spec["flavor"]["vcpus"]
+        return limit - host_state.vcpus_used >= spec_obj["flavor"]["vcpus"]

@@ -7,8 +7,8 @@ from novalab.reference.nova.scheduler.filters import BaseHostFilter
 
 
 class ImagePropertiesFilter(BaseHostFilter):
-    def host_passes(self, host_state, spec: dict) -> bool:
-        props = (spec.get("image") or {}).get("properties") or {}
+    def host_passes(self, host_state, spec_obj) -> bool:
+        props = (spec_obj.get("image") or {}).get("properties") or {}
         wanted = (props.get("hw_architecture"), props.get("img_hv_type"),
                   props.get("hw_vm_mode"))
         if not any(wanted):

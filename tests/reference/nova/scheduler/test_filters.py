@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 from novalab.reference.common.db import utcnow
+from novalab.reference.nova.scheduler.conf import FilterSchedulerConf
 from novalab.reference.nova.scheduler.filters.compute_filter import ComputeFilter
 from novalab.reference.nova.scheduler.filters.core_filter import CoreFilter
 from novalab.reference.nova.scheduler.filters.disk_filter import DiskFilter
 from novalab.reference.nova.scheduler.filters.image_props_filter import ImagePropertiesFilter
 from novalab.reference.nova.scheduler.filters.ram_filter import RamFilter
 from novalab.reference.nova.scheduler.host_manager import HostState, service_is_up
+from novalab.reference.nova.scheduler.weights import get_weighed_objects, normalize
 from novalab.reference.nova.scheduler.weights.ram import RAMWeigher
 
 
@@ -58,6 +61,24 @@ def test_image_properties_filter():
 
 
 def test_ram_weigher_prefers_free_memory():
-    weights = RAMWeigher().weigh_objects([host("a", free_ram=100), host("b", free_ram=900),
-                                          host("c", free_ram=500)])
-    assert weights == [0.0, 1.0, 0.5]
+    """Free RAM normalised from 0 (RAMWeigher.minval) to the most free, best first."""
+    hosts = [host("a", free_ram=100), host("b", free_ram=900), host("c", free_ram=450)]
+    weighed = get_weighed_objects([RAMWeigher()], hosts, spec())
+    assert [(w.obj.host, round(w.weight, 3)) for w in weighed] == \
+        [("b", 1.0), ("c", 0.5), ("a", 0.111)]
+
+
+def test_a_negative_ram_multiplier_stacks():
+    conf = FilterSchedulerConf(path=Path("nova.conf"), ram_weight_multiplier=-2.0)
+    hosts = [host("a", free_ram=100), host("b", free_ram=900), host("c", free_ram=450)]
+    weighed = get_weighed_objects([RAMWeigher(conf)], hosts, spec())
+    assert [(w.obj.host, round(w.weight, 3)) for w in weighed] == \
+        [("a", -0.222), ("c", -1.0), ("b", -2.0)]
+
+
+def test_weighing_one_host_or_equal_hosts():
+    (only,) = get_weighed_objects([RAMWeigher()], [host("a", free_ram=5)], spec())
+    assert only.weight == 0.0
+    tied = get_weighed_objects([RAMWeigher()], [host("a"), host("b")], spec())
+    assert [w.obj.host for w in tied] == ["a", "b"]  # stable: the first listed wins
+    assert normalize([3, 3]) == [0.0, 0.0] and normalize([]) == []

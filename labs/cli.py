@@ -28,6 +28,7 @@ from rich.table import Table
 from novalab.diagrams.cli import register as register_diagrams
 from novalab.labs.lab_cli import register as register_labs
 from novalab.reference.deploy.commands import register as register_deploy
+from novalab.reference.deploy.scheduler_cli import register as register_scheduler
 from novalab.tracing.cli import register as register_trace
 
 console = Console(stderr=True, highlight=False)
@@ -346,6 +347,7 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port, 
 register_diagrams(main)
 register_deploy(main)
 register_trace(main)
+register_scheduler(main)
 register_labs(main)
 
 if __name__ == "__main__":  # pragma: no cover

@@ -89,6 +89,9 @@ NEUTRON_PROVISIONING_REMAINING = "neutron.provisioning.remaining"
 NOVALAB_DNSMASQ_IMPLEMENTATION = "novalab.dnsmasq.implementation"
 NOVALAB_DNSMASQ_PID = "novalab.dnsmasq.pid"
 NOVALAB_DNSMASQ_HOSTS = "novalab.dnsmasq.hosts"
+# ... and the lines of the hosts file it was given ("mac,name,ip": which MAC gets which
+# address), as the agent wrote them for that start or reload.
+NOVALAB_DNSMASQ_HOST_ENTRIES = "novalab.dnsmasq.host_entries"
 # How long the L2 agent waited for a device to appear (an event attribute).
 NOVALAB_WAITED_S = "novalab.waited_s"
 

@@ -33,6 +33,7 @@ import re
 from datetime import date
 
 from flask import Flask, Response, request
+from opentelemetry import trace
 from werkzeug.exceptions import HTTPException
 
 from novalab.reference.common import exception
@@ -40,6 +41,7 @@ from novalab.reference.common.context import get_admin_context
 from novalab.reference.common.db import Database
 from novalab.reference.neutron.agent.metadata import sign_instance_id
 from novalab.reference.nova.db import api as db_api
+from novalab.tracing import attributes as attr
 from novalab.tracing.http import instrument_flask
 from novalab.tracing.spans import upstream
 
@@ -284,6 +286,8 @@ class MetadataRequestHandler:
             msg = None
         if msg:
             raise _HTTPError(_text(400, "Bad Request", msg))
+        # The instance the proxy says is asking (X-Instance-ID), before it is trusted.
+        trace.get_current_span().set_attribute(attr.NOVA_INSTANCE_UUID, instance_id)
         self._validate_shared_secret(instance_id, signature, remote_address)
         return self._get_meta_by_instance_id(instance_id, tenant_id, remote_address)
 

@@ -92,3 +92,29 @@ def test_real_dnsmasq_reads_and_rereads(driver_factory, monkeypatch):
     driver.reload_allocations()
     assert driver._reads() == before + 1
     assert driver.process.poll() is None
+
+
+def test_the_reload_span_names_the_hosts_dnsmasq_is_given(tmp_path):
+    """The agent's CLIENT span to dnsmasq says which MAC gets which address (a lab reads
+    a port's line there)."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from novalab.tracing import attributes as attr
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    driver = Dnsmasq(network(), tmp_path / "dhcp", provider.get_tracer("t"), real=False)
+    try:
+        driver.enable()
+        driver.network = network(port("p1", "fa:16:3e:aa:bb:cc", "10.0.0.5"))
+        driver.reload_allocations()
+    finally:
+        driver.disable()
+    reload = next(s for s in exporter.get_finished_spans() if s.name == "dnsmasq reload")
+    assert reload.attributes[attr.NOVALAB_DNSMASQ_HOSTS] == 2
+    assert tuple(reload.attributes[attr.NOVALAB_DNSMASQ_HOST_ENTRIES]) == (
+        "fa:16:3e:00:00:02,host-10-0-0-2.openstacklocal,10.0.0.2",
+        "fa:16:3e:aa:bb:cc,host-10-0-0-5.openstacklocal,10.0.0.5")

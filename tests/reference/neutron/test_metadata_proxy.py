@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import uuid
 
 import httpx
 import pytest
 
-from novalab.reference.neutron.guest_agent import MetadataNotFound, fetch_metadata
+from novalab.reference.neutron.guest_agent import MetadataNotFound, fetch_metadata, read_v2
 from novalab.reference.nova.db import api as nova_db
+from novalab.tracing import attributes as attr
 
 
 @pytest.fixture
@@ -53,13 +55,20 @@ def test_meta_data_through_the_proxy(netcloud, guest):
     root = next(s for s in netcloud.spans() if s.name == "MetadataReader.read_v2")
     wanted = {"cloud-init", "neutron-metadata-proxy", "neutron-server", "nova-api-metadata"}
 
+    # The proxy vouches for the instance (X-Instance-ID), and nova-api-metadata names it.
+    vouched = {"MetadataProxyHandlerBaseSocketServer._proxy_request",
+               "MetadataRequestHandler._handle_instance_id_request"}
+
     def whole_trace():
         spans = netcloud.spans(root.context.trace_id)
         services = {s.resource.attributes["service.name"] for s in spans}
-        return spans if wanted <= services else None
+        return spans if wanted <= services and vouched <= {s.name for s in spans} else None
 
     spans = netcloud.wait(whole_trace, what="the metadata trace")
     assert any(s.name == "MetadataRequestHandler._validate_shared_secret" for s in spans)
+    for span in spans:
+        if span.name in vouched:
+            assert span.attributes[attr.NOVA_INSTANCE_UUID] == instance["uuid"], span.name
 
 
 def test_unknown_guest_address_is_404(netcloud, guest):
@@ -73,3 +82,24 @@ def test_proxy_needs_the_haproxy_headers(netcloud, guest):
     assert httpx.get(url).status_code == 400
     assert httpx.get(url, headers={"X-Forwarded-For": "not-an-ip",
                                    "X-Neutron-Network-ID": "x"}).status_code == 400
+
+
+def test_the_guest_reads_its_user_data_only_when_it_has_some(netcloud, guest):
+    """cloud-init's read_v2: meta_data.json, then user_data only if the file list names it
+    (no 404 on the guest's span for a server without user data)."""
+    proxy, http = netcloud.w.urls["metadata-proxy"], netcloud.w.http("cloud-init")
+    meta, user_data = read_v2(proxy, guest["ip"], guest["network"]["id"], http)
+    assert meta["uuid"] == guest["instance"]["uuid"] and user_data is None
+
+    demo = netcloud.token("demo")
+    text = b"#cloud-config\nhostname: web-2\n"
+    instance = nova_db.instance_create(netcloud.w.database("test"), {
+        "uuid": str(uuid.uuid4()), "display_name": "Web Server 2",
+        "project_id": guest["instance"]["project_id"], "user_id": "u", "flavor_id": "42",
+        "flavor_name": "m1.nano", "memory_mb": 64, "vcpus": 1, "root_gb": 1,
+        "vm_state": "active", "user_data": base64.b64encode(text).decode()})
+    port = netcloud.request("POST", "/ports", demo, json={"port": {
+        "network_id": guest["network"]["id"], "device_id": instance["uuid"]}}).json()["port"]
+    meta, user_data = read_v2(proxy, port["fixed_ips"][0]["ip_address"],
+                              guest["network"]["id"], http)
+    assert meta["uuid"] == instance["uuid"] and user_data == text

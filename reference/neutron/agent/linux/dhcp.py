@@ -105,11 +105,11 @@ class Dnsmasq:
         return None
 
     @upstream("neutron/agent/linux/dhcp.py", "Dnsmasq._output_hosts_file")
-    def _output_hosts_file(self) -> int:
-        """``mac,fqdn,ip`` per line: which MAC gets which address. Returns the count."""
+    def _output_hosts_file(self) -> list[str]:
+        """``mac,fqdn,ip`` per line: which MAC gets which address. Returns the lines."""
         lines = [f"{port['mac_address']},{name},{ip}" for port, ip, name in self._iter_hosts()]
         _replace_file(self.get_conf_file_name("host"), lines)
-        return len(lines)
+        return lines
 
     def _output_addn_hosts_file(self) -> None:
         lines = [f"{ip}\t{name} {name.split('.')[0]}" for _port, ip, name in self._iter_hosts()]
@@ -135,12 +135,13 @@ class Dnsmasq:
                 lines.append(f"{tag},249,{','.join(routes)}")
         _replace_file(self.get_conf_file_name("opts"), lines)
 
-    def _output_config_files(self) -> int:
+    def _output_config_files(self) -> list[str]:
+        """Write every file dnsmasq reads; returns the hosts file's lines."""
         self.network_conf_dir.mkdir(parents=True, exist_ok=True)
-        count = self._output_hosts_file()
+        hosts = self._output_hosts_file()
         self._output_addn_hosts_file()
         self._output_opts_file()
-        return count
+        return hosts
 
     # The process -------------------------------------------------------------------------
 
@@ -170,12 +171,14 @@ class Dnsmasq:
     def active(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def _client_span(self, operation: str, hosts: int):
+    def _client_span(self, operation: str, hosts: list[str]):
+        """The agent's CLIENT span to dnsmasq; it names the hosts file dnsmasq is given."""
         return self.tracer.start_as_current_span(
             f"dnsmasq {operation}", kind=trace.SpanKind.CLIENT, attributes={
                 attr.PEER_SERVICE: "dnsmasq",
                 attr.NOVALAB_DNSMASQ_IMPLEMENTATION: "dnsmasq" if self.real else STANDIN_MODULE,
-                attr.NOVALAB_DNSMASQ_HOSTS: hosts,
+                attr.NOVALAB_DNSMASQ_HOSTS: len(hosts),
+                attr.NOVALAB_DNSMASQ_HOST_ENTRIES: hosts,
                 attr.NEUTRON_NETWORK_ID: self.network["id"]})
 
     @upstream("neutron/agent/linux/dhcp.py", "Dnsmasq.enable")

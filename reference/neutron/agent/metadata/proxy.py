@@ -26,8 +26,10 @@ from collections.abc import Callable
 
 import httpx
 from flask import Flask, Response, request
+from opentelemetry import trace
 
 from novalab.reference.neutron.agent.metadata import sign_instance_id
+from novalab.tracing import attributes as attr
 from novalab.tracing.http import instrument_flask
 from novalab.tracing.spans import upstream
 
@@ -101,6 +103,8 @@ class MetadataProxyHandler:
     @upstream("neutron/common/metadata.py",
               "MetadataProxyHandlerBaseSocketServer._proxy_request")
     def _proxy_request(self, instance_id: str, project_id: str, remote_address: str):
+        # The instance the proxy vouches for (X-Instance-ID), on its span.
+        trace.get_current_span().set_attribute(attr.NOVA_INSTANCE_UUID, instance_id)
         headers = {"X-Forwarded-For": remote_address, "X-Instance-ID": instance_id,
                    "X-Tenant-ID": project_id,
                    "X-Instance-ID-Signature": sign_instance_id(instance_id)}

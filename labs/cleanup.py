@@ -3,7 +3,8 @@
 Every name a lab hands out starts with its prefix, ``labNN-<user>`` (the
 course test checks it), so whatever the learner made with those names is
 theirs to lose and nobody else's: servers (their ports and volumes go with
-them as Nova deletes them), then volumes, images, networks and ports left over.
+them as Nova deletes them), then volumes, images, and the ports, subnets and
+networks left over (a network's subnets go with it).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def leftovers(ctx: Context) -> dict[str, list[str]]:
         "volumes": _named(api.get("volumev3", "/volumes/detail")["volumes"], start),
         "images": _named(api.get("image", "/v2/images")["images"], start),
         "networks": _named(api.get("network", "/v2.0/networks")["networks"], start),
+        "subnets": _named(api.get("network", "/v2.0/subnets")["subnets"], start),
         "ports": _named(api.get("network", "/v2.0/ports")["ports"], start),
     }
     return {kind: [item.get("name") for item in items] for kind, items in found.items()}
@@ -69,6 +71,10 @@ def remove_all(ctx: Context) -> dict[str, list[str]]:
     for port in ports:
         api.request("DELETE", "network", f"/v2.0/ports/{port['id']}")
     removed["ports"] = [p["name"] for p in ports]
+    subnets = _named(api.get("network", "/v2.0/subnets")["subnets"], start)
+    for subnet in subnets:  # on a network of the lab's they would go with it anyway
+        api.request("DELETE", "network", f"/v2.0/subnets/{subnet['id']}")
+    removed["subnets"] = [s["name"] for s in subnets]
     networks = _named(api.get("network", "/v2.0/networks")["networks"], start)
     for network in networks:
         api.request("DELETE", "network", f"/v2.0/networks/{network['id']}")

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from novalab.tracing import store
@@ -77,6 +77,9 @@ class Cloud:
     os_env: dict
     password: str
     web: str | None = None
+    # Each service's address as the deployment wrote it ("metadata", "metadata-proxy",
+    # "ceph-mon", ...): what a check needs for a service outside keystone's catalog.
+    urls: dict = field(default_factory=dict)
 
     @property
     def auth_url(self) -> str:
@@ -88,11 +91,12 @@ def describe(state_dir: Path) -> Cloud | None:
     served = _read(state_dir / "cloud.json")
     if served and _alive(served.get("pid")):
         return Cloud("serve", state_dir, served["os_env"], served["password"],
-                     served.get("web"))
+                     served.get("web"), dict(served.get("urls") or {}))
     deployed = _read(state_dir / "state.json")
     if deployed.get("os_env") and not deployed.get("stopped_at") and store.running(state_dir):
         web = (deployed.get("urls") or {}).get("web")
-        return Cloud("up", state_dir, deployed["os_env"], deployed["password"], web)
+        return Cloud("up", state_dir, deployed["os_env"], deployed["password"], web,
+                     dict(deployed.get("urls") or {}))
     return None
 
 

@@ -90,6 +90,8 @@ class Context:
     workdir: Path
     answers: dict[str, str] = field(default_factory=dict)
     trace_timeout: float = 15.0
+    # One grade reads each boot's trace once, however many checks look at it.
+    _boots: dict = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
     def names(self) -> dict[str, str]:
@@ -131,19 +133,27 @@ class Context:
     def boot(self, name: str) -> Trace:
         """The trace of the learner's boot of server ``name``, from the trace store."""
         server = self.require_server(name)
-        try:
-            selection = self.store.select(server=server["id"], timeout=self.trace_timeout)
-        except NoTrace as exc:
-            raise Fail(f"no trace of the boot of {name} in {self.cloud.state_dir}: {exc}") \
-                from exc
-        return Trace.of(selection.spans)
+        key = ("boot", server["id"])
+        if key not in self._boots:
+            try:
+                selection = self.store.select(server=server["id"], timeout=self.trace_timeout)
+                self._boots[key] = Trace.of(selection.spans)
+            except NoTrace as exc:
+                self._boots[key] = Fail(f"no trace of the boot of {name} in "
+                                        f"{self.cloud.state_dir}: {exc}")
+        if isinstance(self._boots[key], Fail):
+            raise self._boots[key]
+        return self._boots[key]
 
     def flow(self, name: str):
         """The flow check (classic, 58 steps) of the boot of server ``name``."""
         from novalab.diagrams.check import check as flow_check
         from novalab.diagrams.flows import get_flow
 
-        return flow_check(self.boot(name), get_flow("classic"))
+        trace = self.boot(name)
+        if ("flow", trace.trace_id) not in self._boots:
+            self._boots["flow", trace.trace_id] = flow_check(trace, get_flow("classic"))
+        return self._boots["flow", trace.trace_id]
 
     def answer(self, key: str) -> str:
         if key not in self.answers:

@@ -56,6 +56,7 @@ from werkzeug.http import http_date
 from novalab.reference.ceph import errors
 from novalab.reference.ceph.rados import Rados
 from novalab.reference.common import exception
+from novalab.reference.common.faults import NO_FAULTS
 from novalab.reference.common.wsgi import REQUEST_ID_HEADER, install_common_handlers
 from novalab.reference.keystone.middleware import AuthProtocol
 from novalab.tracing import attributes as attr
@@ -123,6 +124,16 @@ def _read_chunk(stream, size: int) -> bytes:
     return b"".join(parts)
 
 
+def _corrupt(data: bytes) -> bytes:
+    """The image-checksum fault: the same length, the last byte's bits flipped.
+
+    What a bad disk, a bad NIC or a bug between the OSD and the client would
+    serve: the stored ETag still goes out, so only a reader that checks the
+    bytes (nova-compute does, against Glance's checksums) finds out.
+    """
+    return data[:-1] + bytes([data[-1] ^ 0xFF])
+
+
 def _remove_quietly(ioctx, oid: str) -> None:
     try:
         ioctx.remove(oid)
@@ -136,6 +147,7 @@ class Gateway:
     def __init__(self, rados: Rados, tracer: trace.Tracer):
         self.rados = rados
         self.tracer = tracer
+        self.faults = NO_FAULTS  # the deployment's, set by its builder
 
     def start(self) -> Gateway:
         for pool in POOLS:
@@ -309,7 +321,10 @@ class Gateway:
                 if attempt:
                     raise
                 continue  # overwritten while we read: read the new version
-            return xattrs, b"".join(parts)
+            data = b"".join(parts)
+            if data and self.faults.active("image-checksum"):
+                data = _corrupt(data)
+            return xattrs, data
         raise AssertionError("unreachable")
 
     @rgw_op("RGWDeleteObj::execute")

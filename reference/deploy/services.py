@@ -42,7 +42,10 @@ CONTROLLER = socket.gethostname()
 
 def ceph(w: Wiring, osds: int = 3):
     """The storage cluster: a monitor, ``osds`` OSDs and an object gateway."""
-    return start_cluster(w, osds=osds)
+    cluster = start_cluster(w, osds=osds)
+    if cluster.rgw is not None:
+        cluster.rgw.faults = w.faults  # image-checksum
+    return cluster
 
 
 def keystone(w: Wiring) -> Keystone:
@@ -111,7 +114,8 @@ def nova_compute(w: Wiring, host: str, guests: GuestBoots | None = None) -> Comp
     fetcher = ImageFetcher(image_api, tracer, rados=rados, http=http,
                            service_token=service_auth.service_token)
     driver = LibvirtDriver(uri=w.config.libvirt_uri, tracer=tracer,
-                           instances_path=str(instances_path), image_fetcher=fetcher)
+                           instances_path=str(instances_path), image_fetcher=fetcher,
+                           vif_plugging_timeout=w.config.vif_plugging_timeout)
     if w.config.libvirt_uri.startswith("test://"):
         # The test hypervisor runs no QEMU and no guest: novalab's stand-ins do
         # their part (QEMU opening rbd disks, the guest asking for metadata).
@@ -128,7 +132,8 @@ def nova_compute(w: Wiring, host: str, guests: GuestBoots | None = None) -> Comp
     volume_api = CinderAPI(w.urls["cinder"], http, tracer) if "cinder" in w.urls else None
     manager = ComputeManager(host, driver, ConductorAPI(w.transport(), tracer), tracer,
                              report_interval=w.config.report_interval,
-                             network_api=network_api, volume_api=volume_api)
+                             network_api=network_api, volume_api=volume_api,
+                             faults=w.faults)
     if "neutron" in w.urls:
         neutron_l2_agent(w, host)
     w.rpc_server("compute", host, [manager], tracer)
@@ -180,13 +185,17 @@ def cinder_api(w: Wiring):
 def cinder_volume(w: Wiring, host: str = "cinder-volume-1"):
     from novalab.reference.cinder import service as cinder
 
-    return cinder.cinder_volume(w, host)
+    manager = cinder.cinder_volume(w, host)
+    manager.faults = w.faults  # volume-error
+    return manager
 
 
 def neutron_server(w: Wiring):
     from novalab.reference.neutron import service as neutron
 
-    return neutron.neutron_server(w)
+    core = neutron.neutron_server(w)
+    core.faults = w.faults  # port-binding, vif-plugged-timeout
+    return core
 
 
 def neutron_dhcp_agent(w: Wiring, host: str = CONTROLLER):

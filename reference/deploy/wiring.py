@@ -4,7 +4,10 @@ A service needs the same few things whether it runs in the embedded cloud or
 as its own process: its tracer provider, a database engine, an RPC transport,
 an HTTP client and maybe an HTTP server, all traced under its own name.
 :class:`Wiring` makes them from one :class:`CloudConfig` and remembers each, so
-``close()`` can stop everything in the right order.
+``close()`` can stop everything in the right order. It also holds the cloud's
+fault knobs (``w.faults``, over ``STATE_DIR/faults.json``, see
+``reference/common/faults.py``), which the builders hand to the services that
+can fail on purpose.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from novalab.reference.common.db import Database
+from novalab.reference.common.faults import Faults
 from novalab.reference.common.wsgi import ServerThread
 from novalab.reference.deploy import seed
 from novalab.reference.keystone.middleware import AuthProtocol, ServiceCredentials
@@ -58,6 +62,13 @@ class CloudConfig:
     # Run Neutron (ports, DHCP, L2, metadata)? Without it servers get no ports, as
     # on a Nova without networking.
     network: bool = True
+    # Seconds nova-compute waits for network-vif-plugged ([DEFAULT]
+    # vif_plugging_timeout, 300 as upstream; 0: do not wait). A lab cloud that
+    # drills the vif-plugged-timeout fault uses a few seconds.
+    vif_plugging_timeout: float = 300.0
+    # "embedded": every service in this process (boot, serve); "up": one process per
+    # service. Faults that kill a process fire only on "up".
+    deployment: str = "embedded"
 
     def resolve(self) -> CloudConfig:
         if self.state_dir is None:
@@ -77,6 +88,7 @@ class Wiring:
         self.config = config.resolve()
         self.telemetry = telemetry
         self.traced = telemetry.enabled
+        self.faults = Faults(self.config.state_dir, deployment=self.config.deployment)
         self.urls: dict[str, str] = {}
         self.databases: dict[str, Database] = {}
         self._servers: list[ServerThread] = []
@@ -105,6 +117,8 @@ class Wiring:
 
     def transport(self):
         transport = get_transport(self.config.transport_url)
+        if hasattr(transport, "faults"):  # the memory broker can be made unreachable
+            transport.faults = self.faults
         self._transports.append(transport)
         return transport
 

@@ -13,6 +13,12 @@ so what a learner sees here is what RabbitMQ does:
 
 Brokers are named (``memory:///name``) and live for the process: every transport
 built from the same URL shares one, just as processes share one RabbitMQ.
+
+The ``broker-unreachable`` fault (``reference/common/faults.py``) makes the
+broker unreachable for publishing, and a publish then behaves as the RabbitMQ
+transport's does while RabbitMQ is down: it waits up to its caller's timeout
+for the broker to come back (the fault cleared), then fails with
+``MessageDeliveryFailure`` and the same message.
 """
 
 from __future__ import annotations
@@ -21,10 +27,12 @@ import dataclasses
 import itertools
 import logging
 import threading
+import time
 import urllib.parse
 import uuid
 from collections import deque
 
+from novalab.reference.common.faults import NO_FAULTS
 from novalab.reference.rpc.transport import (
     Callback,
     Message,
@@ -34,6 +42,9 @@ from novalab.reference.rpc.transport import (
 )
 
 LOG = logging.getLogger("novalab.rpc")
+
+UNREACHABLE = "broker-unreachable"  # the fault
+PUBLISH_TIMEOUT = 30.0  # a publish without a caller's timeout (the pika transport's)
 
 
 def topic_matches(binding_key: str, routing_key: str) -> bool:
@@ -170,6 +181,7 @@ class MemoryTransport(Transport):
         self._lock = threading.Lock()
         self._consumers: dict[str, _Queue] = {}
         self._closed = False
+        self.faults = NO_FAULTS  # the deployment's, set by Wiring.transport
         self._reply_queue = f"reply_{uuid.uuid4().hex}"
         self._add_consumer(self.broker.declare_queue(self._reply_queue), self._deliver_reply)
 
@@ -181,9 +193,33 @@ class MemoryTransport(Transport):
                 timeout=None) -> None:
         if self._closed:
             raise MessageDeliveryFailure(url=self.url, reason="the transport is closed")
+        fault = self.faults.fire(UNREACHABLE)
+        if fault is not None:
+            self._wait_for_broker(PUBLISH_TIMEOUT if timeout is None else timeout,
+                                  once=bool(fault.get("once")))
         routed = self.broker.publish(exchange, routing_key, message)
         if mandatory and not routed:
             raise MessageUndeliverable(exchange=exchange, routing_key=routing_key)
+
+    def _wait_for_broker(self, timeout: float, once: bool) -> None:
+        """The broker is unreachable: wait for it as a pika publish waits for a reconnect.
+
+        Returns when the fault is cleared within ``timeout`` (the publish then goes
+        through); a ``--once`` fault is this one publish's outage, so it fails.
+        """
+        deadline = time.monotonic() + timeout
+        while not self._closed:
+            if not once and not self.faults.is_injected(UNREACHABLE):
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise MessageDeliveryFailure(
+                    url=self.url,
+                    reason=f"not confirmed within {timeout:g}s; the broker is unreachable "
+                           "and the transport is reconnecting. The in-memory broker is down "
+                           f"(fault {UNREACHABLE}).")
+            time.sleep(min(0.1, left))
+        raise MessageDeliveryFailure(url=self.url, reason="the transport is closed")
 
     def consume(self, exchange, queue, binding_key, callback) -> str:
         declared = self.broker.declare_queue(queue)

@@ -29,6 +29,7 @@ from novalab.reference.cinder import exception, message
 from novalab.reference.cinder.db import api as db_api
 from novalab.reference.common.context import RequestContext, get_admin_context
 from novalab.reference.common.db import Database, utcnow
+from novalab.reference.common.faults import NO_FAULTS
 from novalab.tracing import attributes as attr
 from novalab.tracing.spans import upstream
 
@@ -55,6 +56,7 @@ class VolumeManager:
         self.db = db
         self.image_service = image_service
         self.tracer = tracer
+        self.faults = NO_FAULTS  # the deployment's, set by its builder
 
     @property
     def volume_host(self) -> str:
@@ -109,6 +111,12 @@ class VolumeManager:
 
     @upstream(FLOW, "CreateVolumeFromSpecTask._create_raw_volume")
     def _create_raw_volume(self, context, volume: dict) -> None:
+        if self.faults.active("volume-error"):
+            # Where a backend refuses the create (a full pool, a lost cluster): the
+            # driver's failure, handled as any other by create_volume.
+            raise exception.VolumeBackendAPIException(
+                data=f"the backend did not create volume {volume['id']} (fault "
+                     "volume-error)")
         update = self.driver.create_volume(volume)
         if update:
             db_api.volume_update(self.db, volume["id"], update)

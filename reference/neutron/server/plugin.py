@@ -21,12 +21,14 @@ import uuid
 from datetime import datetime
 
 from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from novalab.reference.common.context import RequestContext, get_admin_context
 from novalab.reference.common.db import Database
+from novalab.reference.common.faults import NO_FAULTS
 from novalab.reference.neutron import constants
 from novalab.reference.neutron import exceptions as n_exc
 from novalab.reference.neutron.db.models import IPAllocation, Network, Port, Subnet
@@ -37,6 +39,7 @@ from novalab.reference.neutron.db.provisioning_blocks import (
 )
 from novalab.reference.neutron.server import ipam, policy
 from novalab.reference.neutron.server.agents_db import AgentDbMixin
+from novalab.reference.neutron.server.notifiers import VIF_PLUGGED
 from novalab.tracing import attributes as attr
 from novalab.tracing.spans import upstream
 
@@ -82,6 +85,7 @@ class Ml2Plugin:
         self.dhcp_notifier = None
         self.l2_notifier = None
         self.nova_notifier = None
+        self.faults = NO_FAULTS  # the deployment's, set by its builder
 
     # Dicts as the API returns them -------------------------------------------------------
 
@@ -542,7 +546,13 @@ class Ml2Plugin:
             port = self._port_dict(session, row)
         if self.nova_notifier:
             event = self.nova_notifier.status_event(port, previous, status)
-            if event:
+            if event and event["name"] == VIF_PLUGGED and \
+                    self.faults.active("vif-plugged-timeout"):
+                # As with notify_nova_on_port_status_changes = False: the port is
+                # wired and ACTIVE, and nova is never told.
+                LOG.warning("Not notifying nova of %s for port %s (fault "
+                            "vif-plugged-timeout)", VIF_PLUGGED, port_id)
+            elif event:
                 self.nova_notifier.send_events([event])
         return True
 
@@ -572,14 +582,25 @@ class Ml2Plugin:
 
     @upstream(ML2, "Ml2Plugin._bind_port_if_needed")
     def _bind_port(self, row: Port, host: str, l2_agents: list[dict]) -> None:
-        """Bind on ``host``: ``bridge`` if a live L2 agent is there, else ``binding_failed``."""
+        """Bind on ``host``: ``bridge`` if a live L2 agent is there, else ``binding_failed``.
+
+        A failed binding is no exception in ML2: the port is saved with vif_type
+        ``binding_failed``, the error is logged, and Nova finds out from the port.
+        The span says it too (ERROR status), so the trace shows where it failed.
+        The port-binding fault makes the mechanism driver refuse a host it could bind.
+        """
         row.binding_host_id = host
-        if l2_agents:
+        if l2_agents and not self.faults.active("port-binding"):
             row.binding_vif_type = constants.VIF_TYPE_BRIDGE
             row.binding_vif_details = {"port_filter": False, "connectivity": "l2",
                                        "bridge_name": constants.bridge_name(row.network_id)}
         else:
-            LOG.warning("No live L2 agent on host %s: port %s fails to bind", host, row.id)
+            if not l2_agents:
+                LOG.warning("No live L2 agent on host %s: port %s fails to bind", host, row.id)
+            message = (f"Failed to bind port {row.id} on host {host} for vnic_type "
+                       f"{row.binding_vnic_type or 'normal'}")
+            LOG.error("%s", message)
+            trace.get_current_span().set_status(Status(StatusCode.ERROR, message))
             row.binding_vif_type = constants.VIF_TYPE_BINDING_FAILED
             row.binding_vif_details = {}
 

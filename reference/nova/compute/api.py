@@ -11,6 +11,8 @@ elsewhere. ``InstanceActionAPI`` reads the actions back for
 
 from __future__ import annotations
 
+import logging
+import traceback
 import uuid
 
 from opentelemetry import trace
@@ -27,6 +29,7 @@ from novalab.reference.nova.scheduler.rpcapi import SchedulerAPI
 from novalab.tracing import attributes as attr
 from novalab.tracing.spans import set_instance_attributes, upstream
 
+LOG = logging.getLogger(__name__)
 _API = "nova/compute/api.py"
 
 
@@ -74,10 +77,36 @@ class API:
             "user_id": context.user_id,
             "availability_zone": availability_zone,
         }
-        self.scheduler_rpcapi.run_instance(context, request_spec=request_spec,
-                                           filter_properties={},
-                                           requested_networks=requested_networks)
+        try:
+            self.scheduler_rpcapi.run_instance(context, request_spec=request_spec,
+                                               filter_properties={},
+                                               requested_networks=requested_networks)
+        except Exception as exc:
+            # The request never reached a scheduler (the broker is unreachable), so
+            # nobody would ever move these instances on: ERROR, not BUILD forever.
+            self._set_error_state_after_failed_cast(context, instances, exc)
+            raise
         return instances
+
+    def _set_error_state_after_failed_cast(self, context, instances: list[dict],
+                                           exc: Exception) -> None:
+        """Fault first, then ERROR, for instances still waiting to be scheduled.
+
+        Upstream answers the failed cast with a 500 and leaves the instances in
+        BUILD (docs/decisions.md, "A cast that cannot be sent").
+        """
+        for instance in instances:
+            try:
+                db_api.instance_fault_create(self.db, {
+                    "instance_uuid": instance["uuid"], "code": 500,
+                    "message": str(exc) or type(exc).__name__,
+                    "details": "".join(traceback.format_exception(exc))[-4000:]})
+                db_api.instance_update(self.db, instance["uuid"],
+                                       {"vm_state": vm_states.ERROR, "task_state": None},
+                                       expected_task_state=task_states.SCHEDULING)
+            except (exception.InstanceNotFound, exception.UnexpectedTaskStateError):
+                LOG.info("Instance %s changed while its cast failed; left as it is",
+                         instance["uuid"])
 
     @upstream(_API, "API._record_action_start")
     def _record_action_start(self, context, instance: dict, action: str) -> None:

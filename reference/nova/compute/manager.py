@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
 import traceback
@@ -37,6 +38,7 @@ from opentelemetry import trace
 from novalab.reference.common import exception
 from novalab.reference.common.context import get_admin_context
 from novalab.reference.common.db import utcnow
+from novalab.reference.common.faults import NO_FAULTS
 from novalab.reference.nova.compute import power_state, task_states, vm_states
 from novalab.reference.nova.compute.instance_events import ComputeVirtAPI, InstanceEvents
 from novalab.reference.nova.compute.utils import EventReporter, wrap_instance_event
@@ -49,19 +51,27 @@ _MANAGER = "nova/compute/manager.py"
 REPORT_INTERVAL = 10.0
 # The event upstream's @wrap_instance_event(prefix="compute") names after the method.
 BUILD_EVENT = "compute__do_build_and_run_instance"
+CRASH_EXIT_STATUS = 70  # the compute-crash fault's exit status (EX_SOFTWARE)
+
+
+def _crash() -> None:
+    """Die now, as a segfault or the OOM killer would: no clean-up, no flush."""
+    logging.shutdown()  # the log line saying why is worth keeping
+    os._exit(CRASH_EXIT_STATUS)
 
 
 class ComputeManager:
     def __init__(self, host: str, driver, conductor_api: ConductorAPI, tracer, *,
                  nodename: str | None = None, max_concurrent_builds: int = 10,
                  report_interval: float = REPORT_INTERVAL, network_api=None,
-                 volume_api=None):
+                 volume_api=None, faults=NO_FAULTS):
         self.host = host
         self.nodename = nodename or host
         self.driver = driver
         self.conductor_api = conductor_api
         self.network_api = network_api
         self.volume_api = volume_api
+        self.faults = faults
         self.tracer = tracer
         self.instance_events = InstanceEvents()
         self.virtapi = ComputeVirtAPI(self.instance_events, tracer)
@@ -139,6 +149,12 @@ class ComputeManager:
                                filter_properties: dict, requested_networks=None,
                                block_device_mapping=None, node=None, limits=None) -> None:
         """RPC endpoint (cast): start the build on a worker thread and return."""
+        if self.faults.active("compute-crash"):
+            # The request was acked when it was taken off the queue: it dies with us.
+            LOG.critical("fault compute-crash: %s dies with build_and_run_instance of %s",
+                         self.host, instance["uuid"])
+            _crash()
+            return  # only where _crash is replaced (tests)
         parent = otel_context.get_current()
 
         def _locked_do_build_and_run_instance():
@@ -271,8 +287,12 @@ class ComputeManager:
             self._cleanup_volumes(context, instance)
             if isinstance(exc, (exception.InstanceNotFound, exception.UnexpectedTaskStateError)):
                 raise
+            reason = str(exc)
+            if isinstance(exc, exception.VirtualInterfaceCreateException):
+                # Upstream's _build_and_run_instance names the network hop for it.
+                reason = f"Failed to allocate the network(s), not rescheduling: {exc}"
             raise exception.BuildAbortException(instance_uuid=instance["uuid"],
-                                                reason=str(exc)) from exc
+                                                reason=reason) from exc
 
     @upstream(_MANAGER, "ComputeManager._build_networks_for_instance")
     def _build_networks_for_instance(self, context, instance, requested_networks) -> list:

@@ -63,11 +63,14 @@ def _timestamp(created_at) -> float:
 class LibvirtDriver(driver.ComputeDriver):
     boot_poll_interval = 0.5  # seconds, as upstream's FixedIntervalLoopingCall
     boot_poll_attempts = 120  # upstream polls forever; novalab gives up after a minute
-    vif_plugging_timeout = 300  # seconds, [DEFAULT] vif_plugging_timeout
-
     def __init__(self, *, uri: str = "test:///default", tracer, instances_path,
-                 virt_type: str | None = None, image_fetcher=None, virtapi=None):
+                 virt_type: str | None = None, image_fetcher=None, virtapi=None,
+                 vif_plugging_timeout: float = 300):
         self.tracer = tracer
+        # [DEFAULT] vif_plugging_timeout: seconds to wait for network-vif-plugged (0:
+        # do not wait). vif_plugging_is_fatal is upstream's default, True: a timeout
+        # fails the build.
+        self.vif_plugging_timeout = vif_plugging_timeout
         self.image_fetcher = image_fetcher
         self._image_cache_lock = threading.Lock()
         # What a running guest does by itself, for hypervisors that run no guest.
@@ -264,7 +267,8 @@ class LibvirtDriver(driver.ComputeDriver):
 
     def _neutron_failed_callback(self, event_name, instance):
         raise exception.VirtualInterfaceCreateException(
-            reason=f"{event_name} did not arrive for instance {instance['uuid']}")
+            reason=f"{event_name} did not arrive within vif_plugging_timeout "
+                   f"({self.vif_plugging_timeout:g} s)")
 
     @upstream(PATH, "LibvirtDriver._create_domain_and_network", ref=CLASSIC)
     def _create_domain_and_network(self, context, xml, instance, network_info,
@@ -279,11 +283,12 @@ class LibvirtDriver(driver.ComputeDriver):
         With ``type="bridge"`` libvirt creates the tap and adds it to the bridge
         itself, so there are no VIFs to plug beforehand.
         """
-        events = self._get_neutron_events(network_info) if power_on else []
+        timeout = self.vif_plugging_timeout
+        events = self._get_neutron_events(network_info) if power_on and timeout else []
         pause = bool(events) and self._supports_start_paused()
         try:
             with self.virtapi.wait_for_instance_event(
-                    instance, events, deadline=self.vif_plugging_timeout,
+                    instance, events, deadline=timeout,
                     error_callback=self._neutron_failed_callback):
                 self.plug_vifs(instance, network_info)
                 self.defined_here.add(instance["uuid"])

@@ -38,6 +38,10 @@ STATE_DIR = click.option("--state-dir", default=DEFAULT_STATE_DIR, show_default=
 TRANSPORT = click.option("--transport", "transport_url", default=DEFAULT_TRANSPORT,
                          show_default=True, envvar=ENV_TRANSPORT,
                          help=f"RabbitMQ URL (env {ENV_TRANSPORT}).")
+VIF_PLUGGING_TIMEOUT_HELP = (
+    "Seconds nova-compute waits for Neutron's network-vif-plugged before it fails the "
+    "build ([DEFAULT] vif_plugging_timeout; 0: do not wait). A lab cloud drilling the "
+    "vif-plugged-timeout fault uses e.g. 5.")
 DB = click.option("--db", "db_url", default=DEFAULT_DB, show_default=True, envvar=ENV_DB,
                   help=f"SQLAlchemy URL of PostgreSQL, MariaDB (mysql+pymysql://root@127.0.0.1/"
                        f"novalab) or SQLite (env {ENV_DB}).")
@@ -87,7 +91,10 @@ def _print_env(record: dict, state_dir: Path) -> None:
               help="Seconds each service may take to become healthy.")
 @click.option("--web-port", default=8700, show_default=True, type=click.IntRange(0, 65535),
               help="The trace page (novalab web) on 127.0.0.1:PORT, one more unit; 0: none.")
-def up(computes, transport_url, db_url, otlp, state_dir, timeout, web_port):
+@click.option("--vif-plugging-timeout", type=click.FloatRange(min=0), default=None,
+              help=VIF_PLUGGING_TIMEOUT_HELP + " Default: the running deployment's, else 300.")
+def up(computes, transport_url, db_url, otlp, state_dir, timeout, web_port,
+       vif_plugging_timeout):
     """Start every service as its own process, on the standard loopback ports.
 
     Checks RabbitMQ and the database first (creating the database if it is
@@ -99,7 +106,8 @@ def up(computes, transport_url, db_url, otlp, state_dir, timeout, web_port):
 
     options = processes.UpOptions(computes=computes, transport_url=transport_url,
                                   db_url=db_url, otlp=otlp, state_dir=state_dir,
-                                  timeout=timeout, web_port=web_port)
+                                  timeout=timeout, web_port=web_port,
+                                  vif_plugging_timeout=vif_plugging_timeout)
     try:
         record = processes.up(options, echo=_echo)
     except preflight.PreflightError as exc:
@@ -150,7 +158,11 @@ def down(state_dir, grace):
 @TRANSPORT
 @DB
 @STATE_DIR
-def service(name, host, transport_url, db_url, state_dir):
+@click.option("--vif-plugging-timeout", type=click.FloatRange(min=0), default=300.0,
+              show_default=True, envvar="NOVALAB_VIF_PLUGGING_TIMEOUT",
+              help=VIF_PLUGGING_TIMEOUT_HELP + " (nova-compute; env "
+                                               "NOVALAB_VIF_PLUGGING_TIMEOUT)")
+def service(name, host, transport_url, db_url, state_dir, vif_plugging_timeout):
     """Run one service in the foreground until SIGTERM or Ctrl-C.
 
     NAME is one of the registry's services (novalab.reference.deploy.services.
@@ -169,7 +181,8 @@ def service(name, host, transport_url, db_url, state_dir):
             _fail(f"the database schema is not current: run `novalab db sync --db ...` "
                   f"(at {migrations.current(db_url)}, latest {migrations.head()})")
         processes.run_service(name, host, transport_url=transport_url, db_url=db_url,
-                              state_dir=state_dir)
+                              state_dir=state_dir,
+                              vif_plugging_timeout=vif_plugging_timeout)
     except processes.DeployError as exc:
         _fail(str(exc))
 

@@ -59,6 +59,9 @@ WEB_PORT = 8700
 ENV_WEB_PORT = "NOVALAB_WEB_PORT"
 START_TIMEOUT = 60.0
 STOP_GRACE = 10.0
+# [DEFAULT] vif_plugging_timeout of every nova-compute, through the environment.
+ENV_VIF_PLUGGING_TIMEOUT = "NOVALAB_VIF_PLUGGING_TIMEOUT"
+VIF_PLUGGING_TIMEOUT = CloudConfig.vif_plugging_timeout
 
 
 class DeployError(Exception):
@@ -131,13 +134,15 @@ class _RecordingWiring(Wiring):
 
 def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
                 state_dir: str | os.PathLike, stop: threading.Event | None = None,
-                on_ready: Callable[[dict], None] | None = None) -> None:
+                on_ready: Callable[[dict], None] | None = None,
+                vif_plugging_timeout: float = VIF_PLUGGING_TIMEOUT) -> None:
     """Build service ``name`` and serve until ``stop`` is set (or SIGTERM/SIGINT).
 
     The service listens on its standard port and finds the others through
     :func:`running_urls`, learning those started after it as they come up. Spans
     go to ``traces/<unit>.jsonl`` in the state directory, and over OTLP when
-    ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set.
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set. Its fault knobs are the state
+    directory's ``faults.json`` (``novalab fault``), as for every process of the cloud.
     """
     from novalab.tracing.setup import Telemetry
 
@@ -155,7 +160,8 @@ def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
     stop = stop or _stop_on_signals()
     telemetry = Telemetry(file_path=state.trace_file(unit.id), otlp=True)
     config = CloudConfig(state_dir=state.root, db_url=db_url, transport_url=transport_url,
-                         ports=dict(STANDARD_PORTS))
+                         ports=dict(STANDARD_PORTS), deployment="up",
+                         vif_plugging_timeout=vif_plugging_timeout)
     wiring = _RecordingWiring(config, telemetry)
     wiring.urls.update(running_urls(state))
     threading.Thread(target=_learn_urls, args=(wiring.urls, state, stop), daemon=True,
@@ -253,6 +259,8 @@ class UpOptions:
     state_dir: str | os.PathLike = ".novalab-up"
     timeout: float = START_TIMEOUT
     web_port: int = WEB_PORT  # the trace page on 127.0.0.1; 0: none
+    # nova-compute's; None: what the running deployment uses, else the default
+    vif_plugging_timeout: float | None = None
 
 
 @dataclass
@@ -296,6 +304,8 @@ def _spawn(unit: Unit, state: StateDir, options: UpOptions) -> subprocess.Popen:
                                                     ENV_DB: options.db_url})
     if options.otlp:
         env["OTEL_EXPORTER_OTLP_ENDPOINT"] = options.otlp
+    if options.vif_plugging_timeout is not None:
+        env[ENV_VIF_PLUGGING_TIMEOUT] = f"{options.vif_plugging_timeout:g}"
     if unit.name == WEB_UNIT:
         env[ENV_WEB_PORT] = str(options.web_port)
     state.ready_file(unit).unlink(missing_ok=True)
@@ -351,6 +361,10 @@ def up(options: UpOptions, echo: Callable[[str], None] = print) -> dict:
     if previous and any(_running(state, _unit(d)) for d in previous.get("units", [])):
         if options.otlp is None:  # a restart exports where the running services do
             options.otlp = previous.get("otlp")
+        if options.vif_plugging_timeout is None:  # and waits as they do
+            options.vif_plugging_timeout = previous.get("vif_plugging_timeout")
+    if options.vif_plugging_timeout is None:
+        options.vif_plugging_timeout = VIF_PLUGGING_TIMEOUT
         mismatched = [key for key in ("transport_url", "db_url", "computes")
                       if previous.get(key) != getattr(options, key)]
         if mismatched:
@@ -370,6 +384,7 @@ def up(options: UpOptions, echo: Callable[[str], None] = print) -> dict:
     record = {"version": 1, "state_dir": str(state.root), "computes": options.computes,
               "transport_url": options.transport_url, "db_url": options.db_url,
               "otlp": options.otlp, "password": CloudConfig().password,
+              "vif_plugging_timeout": options.vif_plugging_timeout,
               "started_at": _now(), "units": [u.to_dict() for u in units] + [
                   d for d in (previous or {}).get("units", [])
                   if _unit(d) not in units],  # so `down` still stops a host dropped since

@@ -28,6 +28,7 @@ from rich.table import Table
 from novalab.diagrams.cli import register as register_diagrams
 from novalab.labs.lab_cli import register as register_labs
 from novalab.reference.deploy.commands import register as register_deploy
+from novalab.reference.deploy.fault_cli import register as register_faults
 from novalab.reference.deploy.scheduler_cli import register as register_scheduler
 from novalab.tracing.cli import register as register_trace
 
@@ -279,8 +280,13 @@ def _summary(result, by_service: Counter, path: Path,
               help="Address the APIs listen on.")
 @click.option("--web-port", default=8700, show_default=True, type=click.IntRange(0, 65535),
               help="The trace page (novalab web) on 127.0.0.1:PORT; 0: none.")
+@click.option("--vif-plugging-timeout", default=300.0, show_default=True,
+              type=click.FloatRange(min=0),
+              help="Seconds nova-compute waits for network-vif-plugged before failing the "
+                   "build (0: no wait); a lab cloud drilling vif-plugged-timeout uses e.g. 5.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what the services do.")
-def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port, verbose):
+def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port,
+          vif_plugging_timeout, verbose):
     """Run the embedded cloud on the standard ports until interrupted.
 
     keystone 5000, nova 8774, nova metadata 8775, cinder 8776, glance 9292,
@@ -303,7 +309,8 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port, 
                                "; stop it first or give another --state-dir")
     telemetry = Telemetry(file_path=state / "traces" / "serve.jsonl")
     config = _cloud_config(state, db, transport, computes, libvirt_uri, bind_host=bind_host,
-                           ports=dict(STANDARD_PORTS))
+                           ports=dict(STANDARD_PORTS),
+                           vif_plugging_timeout=vif_plugging_timeout)
     cloud = _start(config, telemetry)
     page = _web_page(state, web_port)
     pid_file.parent.mkdir(parents=True, exist_ok=True)
@@ -346,6 +353,7 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port, 
 
 register_diagrams(main)
 register_deploy(main)
+register_faults(main)
 register_trace(main)
 register_scheduler(main)
 register_labs(main)

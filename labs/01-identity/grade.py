@@ -1,0 +1,168 @@
+"""Lab 01: the learner's token, the token store and cinder-api validating a token.
+
+Every answer is compared with what the learner's own boot, requests and token
+show: the spans of steps 1-3 and 40 of their boot, the trace of the request id
+they name, and what keystone says of the token in their token.json.
+"""
+
+import hashlib
+import json
+import re
+from datetime import UTC, datetime
+
+from novalab.diagrams.flows.rules import http_server, sql_statement
+from novalab.labs.grading import Fail, check
+from novalab.tracing import attributes as attr
+from novalab.tracing.model import Trace
+from novalab.tracing.store import NoTrace
+
+_VALIDATE = http_server("GET", r"/auth/tokens$")
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+@check("{server} is ACTIVE, booted with a volume")
+def server_with_volume(ctx):
+    server = ctx.require_server(ctx.names["server"], "boot it with a volume (step 4 of the guide)")
+    if server["status"] != "ACTIVE":
+        raise Fail(f"{server['name']} is {server['status']}"
+                   + (f": {server['fault']['message']}" if server.get("fault") else ""))
+    if not server.get("os-extended-volumes:volumes_attached"):
+        raise Fail(f"{server['name']} has no volume, so cinder never saw your token: delete it "
+                   "and boot it again with --block-device source_type=blank,"
+                   "destination_type=volume,volume_size=1,delete_on_termination=true")
+
+
+@check("your boot of {server}: every step it implies, 40 and 41 included")
+def boot_is_whole(ctx):
+    result = ctx.flow(ctx.names["server"])
+    if not result.ok:
+        missing = [r.step.number for r in result.results if r.missing]
+        raise Fail(f"{result.summary}; missing: {missing}")
+    step = result.result(40)
+    if not step.matched:
+        raise Fail("step 40 is not in your boot's trace: "
+                   + (step.excused or "cinder-api did not ask keystone about the token"))
+
+
+def _step(ctx, number: int):
+    result = ctx.flow(ctx.names["server"])
+    step = result.result(number)
+    if not step.matched:
+        raise Fail(f"step {number} is not in the trace of your boot of {ctx.names['server']}: "
+                   "`novalab flow check --server NAME` says why")
+    return result.trace, step.span
+
+
+def _token_file(ctx) -> dict:
+    path = ctx.workdir / "token.json"
+    if not path.exists():
+        raise Fail(f"no {path}: `openstack token issue -f json > token.json` in that folder "
+                   "(step 1 of the guide)")
+    try:
+        token = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise Fail(f"{path.name} is not JSON ({exc}): write it with -f json") from exc
+    if not isinstance(token, dict) or not token.get("id") or not token.get("expires"):
+        raise Fail(f"{path.name} has no id and expires: is it `openstack token issue -f json`?")
+    return token
+
+
+def _time(value: str, fmt: str) -> datetime:
+    parsed = datetime.strptime(value, fmt)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@check("token.json: a token keystone issued to you, as keystone dates it")
+def token_file(ctx):
+    token = _token_file(ctx)
+    response = ctx.admin_api.request("GET", "identity", "/auth/tokens", params={"nocatalog": 1},
+                                     headers={"X-Subject-Token": str(token["id"])})
+    if response.status_code == 404:
+        raise Fail("keystone does not know the token in token.json (a token lives one hour): "
+                   "issue a new one")
+    if response.status_code != 200:
+        raise Fail(f"keystone answered {response.status_code} about the token in token.json")
+    issued = response.json()["token"]
+    if issued["user"]["name"] != ctx.user or token.get("user_id") != issued["user"]["id"]:
+        raise Fail(f"the token in token.json belongs to {issued['user']['name']}, not to you "
+                   f"({ctx.user}): eval \"$(novalab lab env)\" first")
+    try:
+        written = _time(str(token["expires"]), "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError as exc:
+        raise Fail(f"expires in token.json ({token['expires']!r}) is not the CLI's format: "
+                   "write the file with `openstack token issue -f json`") from exc
+    expires = _time(issued["expires_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    if abs((written - expires).total_seconds()) >= 1:
+        raise Fail(f"token.json says the token expires at {token['expires']}, keystone says "
+                   f"{issued['expires_at']}: was the file edited?")
+
+
+@check("the SHA-256 keystone keeps of your token (answer token-hash)")
+def token_hash(ctx):
+    token = _token_file(ctx)
+    given = ctx.answer("token-hash").lower()
+    if not re.fullmatch(r"[0-9a-f]{12,64}", given):
+        raise Fail(f"{given!r} is not a SHA-256 in hex (at least its first 12 digits)")
+    if not hashlib.sha256(str(token["id"]).encode()).hexdigest().startswith(given):
+        raise Fail("that is not the SHA-256 of the token in token.json: hash its id alone, "
+                   "with no newline after it")
+
+
+@check("the table step 2 saved your token in (answer token-table)")
+def token_table(ctx):
+    _, span = _step(ctx, 2)
+    table = span.get(attr.DB_COLLECTION_NAME) or (sql_statement(span) or ("", ""))[1]
+    given = ctx.answer("token-table")
+    if given.lower() != str(table).lower():
+        raise Fail(f"{given!r} is not the table of step 2's span: read its db.collection.name "
+                   "(`novalab trace show --server NAME --attributes`)")
+
+
+@check("how long your boot's token request took (answer token-ms)")
+def token_ms(ctx):
+    _, span = _step(ctx, 1)
+    took = span.duration_ns / 1e6
+    given = ctx.answer("token-ms")
+    try:
+        value = float(given.lower().removesuffix("ms").strip())
+    except ValueError as exc:
+        raise Fail(f"{given!r} is not a number of milliseconds") from exc
+    if abs(value - took) > max(1.0, 0.1 * took):
+        raise Fail(f"{value:g} ms is not how long step 1's span lasted in your trace: from step 1 "
+                   "to step 3 of the flow check, or the duration `trace show` prints")
+
+
+@check("who asked keystone about your token at step 40 (answer validator)")
+def validator(ctx):
+    trace, span = _step(ctx, 40)
+    caller = next((a.service for a in trace.ancestors(span) if a.service != span.service), None)
+    given = _norm(ctx.answer("validator"))
+    if caller is None or given not in (_norm(caller), _norm(caller.split("-")[0])):
+        raise Fail(f"{ctx.answer('validator')!r} did not ask keystone at step 40: look at the "
+                   "span just above keystone's GET /v3/auth/tokens")
+
+
+@check("a cinder request served from the token cache (answer cached-request)")
+def cached_request(ctx):
+    given = ctx.answer("cached-request")
+    try:
+        selection = ctx.store.select(request_id=given, timeout=ctx.trace_timeout)
+    except NoTrace as exc:
+        raise Fail(f"no trace has the request id {given!r}: copy it from the "
+                   "x-openstack-request-id header of cinder's answer (curl -si)") from exc
+    trace = Trace.of(selection.spans)
+    served = [s for s in trace if s.service == "cinder-api" and s.kind == "SERVER"
+              and s.get(attr.OPENSTACK_REQUEST_ID) == given]
+    if not served:
+        raise Fail(f"{given} is not the id of a request cinder-api answered")
+    span = served[0]
+    if span.get(attr.HTTP_RESPONSE_STATUS_CODE) != 200:
+        raise Fail(f"cinder-api answered {span.get(attr.HTTP_RESPONSE_STATUS_CODE)} to {given}: "
+                   "send a valid token (X-Auth-Token) and take a request that succeeded")
+    if any(_VALIDATE(s) and s.service == "keystone" for s in trace.descendants(span)):
+        raise Fail(f"cinder-api asked keystone about the token in {given} (its trace has GET "
+                   "/v3/auth/tokens below cinder's span): the first request with a token is "
+                   "validated; send the same token again")

@@ -363,13 +363,13 @@ def up(options: UpOptions, echo: Callable[[str], None] = print) -> dict:
             options.otlp = previous.get("otlp")
         if options.vif_plugging_timeout is None:  # and waits as they do
             options.vif_plugging_timeout = previous.get("vif_plugging_timeout")
-    if options.vif_plugging_timeout is None:
-        options.vif_plugging_timeout = VIF_PLUGGING_TIMEOUT
         mismatched = [key for key in ("transport_url", "db_url", "computes")
                       if previous.get(key) != getattr(options, key)]
         if mismatched:
             raise DeployError(f"a deployment already runs in {state.root} with other "
                               f"{', '.join(mismatched)}; run `novalab down` first")
+    if options.vif_plugging_timeout is None:
+        options.vif_plugging_timeout = VIF_PLUGGING_TIMEOUT
     preflight.check_broker(options.transport_url)
     created = preflight.ensure_database(options.db_url)
     if created:

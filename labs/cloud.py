@@ -80,6 +80,9 @@ class Cloud:
     # Each service's address as the deployment wrote it ("metadata", "metadata-proxy",
     # "ceph-mon", ...): what a check needs for a service outside keystone's catalog.
     urls: dict = field(default_factory=dict)
+    # The broker of a `novalab up` cloud (RabbitMQ), for `novalab queues`; "" when the
+    # broker lives inside the cloud's process (the lab cloud's memory://).
+    transport_url: str = ""
 
     @property
     def auth_url(self) -> str:
@@ -95,8 +98,10 @@ def describe(state_dir: Path) -> Cloud | None:
     deployed = _read(state_dir / "state.json")
     if deployed.get("os_env") and not deployed.get("stopped_at") and store.running(state_dir):
         web = (deployed.get("urls") or {}).get("web")
+        transport = str(deployed.get("transport_url") or "")
         return Cloud("up", state_dir, deployed["os_env"], deployed["password"], web,
-                     dict(deployed.get("urls") or {}))
+                     dict(deployed.get("urls") or {}),
+                     transport if transport.startswith("amqp") else "")
     return None
 
 

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -166,6 +167,8 @@ def lab_env():
     for key, value in cloud.os_env.items():
         click.echo(f"export {key}={value}")
     click.echo(f"export NOVALAB_STATE_DIR={cloud.state_dir}")
+    if cloud.transport_url:  # what `novalab queues` reads
+        click.echo(f"export NOVALAB_TRANSPORT_URL={shlex.quote(cloud.transport_url)}")
 
 
 @lab_group.command("dir")

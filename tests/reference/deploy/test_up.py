@@ -286,6 +286,61 @@ def test_a_second_consumer_on_our_queues_is_noticed(deployment):
         connection.close()
 
 
+def test_lab_03_from_start_to_finish_on_the_running_cloud(deployment, tmp_path):
+    """Lab 03 (messaging) as a learner runs it on `novalab up`, over RabbitMQ: the same
+    guide, checks and written solution as on the lab cloud's in-memory broker."""
+    if not deployment["db_url"].startswith("postgresql"):
+        pytest.skip("the lab runs once, on the PostgreSQL deployment")
+    from novalab.labs.course import find
+
+    lab = find("03")
+    home = tmp_path / "lab-home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+    env.pop("NOVALAB_STATE_DIR", None)
+    env.update(NOVALAB_LAB_HOME=str(home), PATH=f"{Path(sys.executable).parent}:{env['PATH']}")
+
+    def lab_cli(*args, expect=0):
+        done = subprocess.run([*NOVALAB_CLI, "lab", *args], env=env, capture_output=True,
+                              text=True, timeout=300, cwd=home)
+        assert done.returncode == expect, f"lab {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+        return done.stdout
+
+    lab_cli("start", lab.name, "--cloud", "running", "--state-dir",
+            str(deployment["state_dir"]))
+    before = lab_cli("grade", lab.name, expect=1).splitlines()
+    assert any(line.startswith("FAIL") for line in before)
+    for number, line in enumerate(before):
+        if line.startswith("FAIL"):
+            assert before[number + 1].startswith("      ") and before[number + 1].strip()
+    for script in lab.solution_scripts("demo"):
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=env, cwd=home,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"solution:\n{script}\n{done.stdout}\n{done.stderr}"
+    after = lab_cli("grade", lab.name)
+    assert "FAIL" not in after and f"{lab.name} done" in after
+    answers = json.loads((home / "progress.json").read_text())["demo"][lab.name]["answers"]
+    assert answers["broker"] == "rabbitmq"
+    assert answers["compute-queue"] in {"compute.compute-1", "compute.compute-2"}
+    # `lab env` names the deployment's broker, so `novalab queues` lists its queues,
+    # the learner's reply queue among them (where the broker can be listed at all).
+    queues = subprocess.run(["bash", "-c", 'eval "$(novalab lab env)" && novalab queues'],
+                            env=env, capture_output=True, text=True, timeout=60)
+    if queues.returncode == 0:
+        assert answers["reply-queue"] in queues.stdout and "conductor" in queues.stdout
+    finished = lab_cli("finish", lab.name)
+    assert "removed: servers: lab03-demo-vm" in finished
+    assert not (home / "work" / lab.name).exists()
+    state = json.loads((deployment["state_dir"] / "state.json").read_text())
+    left = subprocess.run(["openstack", "server", "list", "-f", "value", "-c", "Name"],
+                          env=dict(env, **state["os_env"]), capture_output=True, text=True,
+                          timeout=120)
+    assert left.returncode == 0 and "lab03-" not in left.stdout
+    # A running cloud is the class's: finishing a lab never stops it.
+    assert novalab("status", "--state-dir", str(deployment["state_dir"]),
+                   check=False).returncode == 0
+
+
 def test_killed_compute_restarts_without_leaving_build(deployment):
     state_dir, db_url = deployment["state_dir"], deployment["db_url"]
     result = boot_against_running(state_dir, BootRequest(name="crash-victim"))

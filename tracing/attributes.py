@@ -192,3 +192,8 @@ NOVA_SCHEDULER_CHOSEN_HOSTS = "nova.scheduler.chosen_hosts"
 # An instance-action event (nova/compute/utils.py EventReporter): its name, as
 # `openstack server event show` lists it.
 NOVA_INSTANCE_ACTION_EVENT = "nova.instance.action.event"
+# The fault knobs (reference/common/faults.py): the event a service adds to its
+# span when an injected fault strikes there, and its attributes.
+NOVALAB_FAULT_EVENT = "novalab.fault"
+NOVALAB_FAULT_NAME = "novalab.fault.name"
+NOVALAB_FAULT_ONCE = "novalab.fault.once"

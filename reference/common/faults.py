@@ -43,14 +43,16 @@ from pathlib import Path
 
 from opentelemetry import trace
 
+from novalab.tracing import attributes as attr
+
 LOG = logging.getLogger(__name__)
 
 FILE_NAME = "faults.json"
 LOCK_NAME = "faults.lock"
 # The span event a firing fault leaves, and its attributes.
-EVENT = "novalab.fault"
-EVENT_NAME = "novalab.fault.name"
-EVENT_ONCE = "novalab.fault.once"
+EVENT = attr.NOVALAB_FAULT_EVENT
+EVENT_NAME = attr.NOVALAB_FAULT_NAME
+EVENT_ONCE = attr.NOVALAB_FAULT_ONCE
 
 ANY_CLOUD = "any"
 RUNNING_CLOUD = "running"  # one process per service: `novalab up`

@@ -241,7 +241,10 @@ def lab_grade(name, watch, interval):
         results = grade(ctx)
         for result in results:
             mark = "[green]PASS[/]" if result.passed else "[red]FAIL[/]"
-            out.print(f"{mark}  {result.text}" + (f"\n      {result.why}" if result.why else ""))
+            # soft_wrap: one line per check and one per reason, however narrow the
+            # terminal (or a pipe): graders and scripts read them line by line.
+            out.print(f"{mark}  {result.text}" + (f"\n      {result.why}" if result.why else ""),
+                      soft_wrap=True)
         passed = bool(results) and all(r.passed for r in results)
         Progress(clouds.home, ctx.user).graded(lab.name, passed, [r.to_dict() for r in results])
         out.print(f"{sum(r.passed for r in results)}/{len(results)} checks pass"

@@ -440,7 +440,15 @@ class TraceStore:
         previous = -1
         while True:
             self.refresh()
-            row, note = self.find(**words)
+            try:
+                row, note = self.find(**words)
+            except NoTrace:
+                # Spans are exported in batches: a request answered a moment ago may
+                # not be in any file yet. Wait for it as for a trace still arriving.
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(settle or 0.1)
+                continue
             spans = self.load(row)
             whole = not incomplete(spans)
             if (whole and len(spans) == previous) or time.monotonic() > deadline:

@@ -253,3 +253,24 @@ def test_export_jaeger_takes_several_boots_from_the_store(traces_dir, processes,
     since = CliRunner().invoke(main, ["export", "jaeger", "--state-dir",
                                       str(traces_dir.parent), "--since", "1d", "-o", str(out)])
     assert since.exit_code == 1 and "no trace since 1d" in since.output  # spans from 1970
+
+
+def test_select_waits_for_a_trace_not_yet_written(traces_dir, processes):
+    """A request answered a moment ago may not be in any file yet (batches every 0.5 s):
+    selecting it waits, within the timeout, instead of failing at once."""
+    import threading
+
+    def later():
+        _create_named(processes, "soon", 10 * SECOND, server_id="5005", request_id="req-soon")
+        flush(processes, "nova-api")
+
+    timer = threading.Timer(0.3, later)
+    timer.start()
+    try:
+        selection = TraceStore(traces_dir.parent).select(request_id="req-soon", timeout=10,
+                                                        settle=0.05)
+    finally:
+        timer.join()
+    assert selection.row.servers == {"5005": "soon"}
+    with pytest.raises(NoTrace):
+        TraceStore(traces_dir.parent).select(request_id="req-never", timeout=0.2, settle=0.05)

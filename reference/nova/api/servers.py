@@ -22,7 +22,7 @@ from novalab.reference.nova.compute import instance_actions
 from novalab.reference.nova.compute.api import API as ComputeAPI
 from novalab.reference.nova.db import api as db_api
 from novalab.tracing import attributes as attr
-from novalab.tracing.spans import upstream
+from novalab.tracing.spans import set_instance_attributes, upstream
 
 _SERVERS = "nova/api/openstack/compute/servers.py"
 
@@ -144,6 +144,8 @@ class ServersController:
         instance = self.compute_api.get(context, server_id)
         policy.authorize(context, "os_compute_api:servers:show",
                          {"project_id": instance["project_id"]})
+        # What this poll saw (steps 55-58): the states a client watching --wait reads.
+        set_instance_attributes(trace.get_current_span(), instance)
         return jsonify({"server": self._details([instance])[0]})
 
     def _details(self, instances: list[dict]) -> list[dict]:

@@ -69,7 +69,7 @@ def server_on_network(ctx):
         raise Fail(f"the port of {server['name']} is {port['status']}")
 
 
-@check("the trace of your boot of {server} has steps 26-38 and 44, in order")
+@check("your boot of {server}: steps 26-38 and 44, in order")
 def port_steps(ctx):
     result = ctx.flow(ctx.names["server"])
     missing = [n for n in STEPS if not result.result(n).matched]
@@ -97,7 +97,7 @@ def dhcp_queue(ctx):
                    "span is named `send <queue>` (the routing key, in --attributes)")
 
 
-@check("the host whose L2 agent took the port_update cast (answer l2-host)")
+@check("the host of the L2 agent of step 34 (answer l2-host)")
 def l2_host(ctx):
     span = _step(ctx, 34)
     given = ctx.answer("l2-host")

@@ -1,0 +1,146 @@
+"""Lab 09: the learner's user data and property as the guest reads them, and steps 52-54.
+
+What nova-api-metadata serves is never taken from the learner's file: the checks
+ask the metadata proxy as the guest would (its fixed IP and network in the
+headers haproxy adds) and compare. The answers are checked against the learner's
+boot (the paths on the proxy's SERVER spans, the address in its port lookup, the
+instance it vouched for) and against nova-api-metadata itself, which accepts a
+signature only if it is the HMAC of the instance id under the shared secret.
+"""
+
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+
+from novalab.labs.grading import Fail, check
+from novalab.reference.deploy.wiring import STANDARD_PORTS
+from novalab.tracing import attributes as attr
+
+USER_DATA = "user-data.yaml"
+PROXY = "neutron-metadata-proxy"
+PROXY_REQUEST = "MetadataProxyHandlerBaseSocketServer._proxy_request"
+
+
+def _url(ctx, service: str) -> str:
+    return ctx.cloud.urls.get(service) or f"http://127.0.0.1:{STANDARD_PORTS[service]}"
+
+
+def _server(ctx) -> dict:
+    server = ctx.require_server(ctx.names["server"], "boot it (step 2 of the guide)")
+    if server["status"] != "ACTIVE":
+        raise Fail(f"{server['name']} is {server['status']}"
+                   + (f": {server['fault']['message']}" if server.get("fault") else ""))
+    return server
+
+
+def _port(ctx, server: dict) -> dict:
+    ports = ctx.api.get("network", "/v2.0/ports", device_id=server["id"])["ports"]
+    if not ports:
+        raise Fail(f"{server['name']} has no port: boot it with --network private")
+    return ports[0]
+
+
+def _as_guest(ctx, path: str) -> httpx.Response:
+    """GET ``path`` from the metadata proxy as the guest of the learner's server would."""
+    server = _server(ctx)
+    port = _port(ctx, server)
+    headers = {"X-Forwarded-For": port["fixed_ips"][0]["ip_address"],
+               "X-Neutron-Network-ID": port["network_id"]}
+    return httpx.get(_url(ctx, "metadata-proxy") + path, headers=headers, timeout=30)
+
+
+def _guest_requests(ctx) -> list:
+    """The proxy's SERVER spans of the guest's requests in the learner's boot, in order."""
+    trace = ctx.boot(ctx.names["server"])
+    return [s for s in trace if s.service == PROXY and s.kind == "SERVER"
+            and (parent := trace.parent(s)) is not None and parent.service == "cloud-init"]
+
+
+@check("nova-api-metadata serves {server} your " + USER_DATA)
+def user_data(ctx):
+    path = ctx.workdir / USER_DATA
+    if not path.exists():
+        raise Fail(f"no {path}: write it (step 1 of the guide)")
+    response = _as_guest(ctx, "/openstack/latest/user_data")
+    if response.status_code == 404:
+        raise Fail(f"{ctx.names['server']} has no user data: boot it with "
+                   f"--user-data {USER_DATA} (step 2)")
+    response.raise_for_status()
+    if response.content != path.read_bytes():
+        raise Fail(f"the user data served to {ctx.names['server']} is not your {USER_DATA}: "
+                   "did you change the file after the boot? Boot again with it")
+
+
+@check("the meta_data.json of {server} carries your property")
+def property_served(ctx):
+    server = _server(ctx)
+    if not server.get("metadata"):
+        raise Fail(f"{server['name']} has no property: boot it with --property KEY=VALUE")
+    response = _as_guest(ctx, "/openstack/latest/meta_data.json")
+    response.raise_for_status()
+    served = response.json().get("meta")
+    if served != server["metadata"]:
+        raise Fail(f"meta_data.json serves {served!r}, not the server's properties "
+                   f"{server['metadata']!r}")
+
+
+@check("your boot of {server}: steps 52-54, the user data served")
+def guest_read(ctx):
+    _server(ctx)
+    result = ctx.flow(ctx.names["server"])
+    missing = [n for n in (52, 53, 54) if not result.result(n).matched]
+    if missing:
+        raise Fail(f"missing from your boot: steps {missing} ({result.summary})")
+    served = [s for s in result.trace if s.service == "nova-api-metadata" and s.kind == "SERVER"
+              and str(s.get(attr.URL_PATH, "")).endswith("/user_data")
+              and s.get(attr.HTTP_RESPONSE_STATUS_CODE) == 200]
+    if not served:
+        raise Fail("in your boot nova-api-metadata served no user_data: the guest asks for "
+                   "it only when the server has some (boot it with --user-data)")
+
+
+@check("the paths the guest asked for (answer paths)")
+def paths(ctx):
+    asked = [str(s.get(attr.URL_PATH)) for s in _guest_requests(ctx)]
+    given = [p.strip() for p in ctx.answer("paths").split(",") if p.strip()]
+    if given != asked:
+        raise Fail(f"{', '.join(given)!r} is not what the guest asked in your boot: the "
+                   f"{PROXY} SERVER spans called by cloud-init, their url.path, in order "
+                   f"({len(asked)} of them)")
+
+
+@check("the address the proxy looked up (answer guest-ip)")
+def guest_ip(ctx):
+    trace = ctx.boot(ctx.names["server"])
+    looked_up = set()
+    for span in trace:
+        url = str(span.get(attr.URL_FULL, ""))
+        if span.service == PROXY and span.kind == "CLIENT" and "/v2.0/ports" in url:
+            for value in parse_qs(urlsplit(url).query).get("fixed_ips", []):
+                looked_up.add(value.removeprefix("ip_address="))
+    given = ctx.answer("guest-ip")
+    if given not in looked_up:
+        raise Fail(f"{given!r} is not the address in the proxy's port lookup in your boot: "
+                   f"read url.full of {PROXY}'s GET to neutron (fixed_ips=ip_address=...)")
+    port = _port(ctx, _server(ctx))
+    if given not in {f["ip_address"] for f in port["fixed_ips"]}:
+        raise Fail(f"{given} is not the fixed IP of {ctx.names['server']}")
+
+
+@check("the signature the proxy sent (answer signature)")
+def signature(ctx):
+    server = _server(ctx)
+    trace = ctx.boot(ctx.names["server"])
+    vouched = {s.get(attr.NOVA_INSTANCE_UUID) for s in trace if s.name == PROXY_REQUEST}
+    if server["id"] not in vouched:
+        raise Fail(f"in your boot the proxy vouched for {sorted(map(str, vouched))}, not for "
+                   f"{server['name']} ({server['id']})")
+    given = ctx.answer("signature").lower()
+    response = httpx.get(_url(ctx, "metadata") + "/openstack", timeout=30, headers={
+        "X-Instance-ID": server["id"], "X-Tenant-ID": server["tenant_id"],
+        "X-Instance-ID-Signature": given})
+    if response.status_code == 403:
+        raise Fail(f"nova-api-metadata refuses {given[:16]!r}... for {server['id']}: the "
+                   "signature is the hex HMAC-SHA256 of the instance id (X-Instance-ID) under "
+                   "the shared secret (step 6 of the guide)")
+    response.raise_for_status()

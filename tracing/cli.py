@@ -196,7 +196,7 @@ def trace_list(state_dir, server, request_id, since, limit, everything, no_steps
 @trace_group.command("show")
 @selector_options
 @click.option("--attributes", "with_attributes", is_flag=True,
-              help="Print every span's attributes under it.")
+              help="Print every span's attributes and events under it.")
 def trace_show(state_dir, server, request_id, trace_id, latest, timeout, with_attributes):
     """Print one trace as a tree: offset, duration, service, kind and name of every span."""
     spans, row = select_spans(state_dir=state_dir, server=server, request_id=request_id,
@@ -215,6 +215,11 @@ def format_tree(trace: Trace, *, with_attributes: bool = False) -> str:
         if with_attributes:
             for key, value in sorted(span.attributes.items()):
                 lines.append(f"{'':>26}{'  ' * depth}  {key} = {value}")
+            for event in span.events:  # the scheduler's filter and weigh, exceptions
+                lines.append(f"{'':>26}{'  ' * depth}  event {event.name} at "
+                             f"{trace.offset_ms(event.time_ns):.1f} ms")
+                for key, value in sorted(event.attributes.items()):
+                    lines.append(f"{'':>26}{'  ' * depth}    {key} = {value}")
         for child in trace.children(span):
             walk(child, depth + 1)
 

@@ -89,6 +89,21 @@ def test_spawn_runs_the_guest(drv, tmp_path):
     assert disk.stat().st_blocks * 512 < disk.stat().st_size  # sparse
 
 
+def test_spawn_keeps_the_domain_xml_beside_the_disk(drv, tmp_path):
+    """libvirt.xml in the instance directory is the XML libvirt defined (classic Nova's
+    ``write_to_disk``): what a learner reads instead of ``virsh dumpxml``."""
+    instance = make_instance(vcpus=2, memory_mb=512)
+    spawn(drv, instance, network_info=VIFS)
+    kept = ET.parse(tmp_path / "instances" / instance["uuid"] / "libvirt.xml").getroot()
+    assert kept.findtext("name") == instance["name"]
+    assert kept.findtext("uuid") == instance["uuid"]
+    assert kept.findtext("vcpu") == "2"
+    assert (kept.find("memory").text, kept.find("memory").get("unit")) == ("524288", "KiB")
+    drv.destroy(None, instance)
+    drv.spawned.remove(instance)
+    assert not (tmp_path / "instances" / instance["uuid"]).exists()
+
+
 def test_guest_xml_as_libvirt_stored_it(drv):
     instance = make_instance()
     spawn(drv, instance, network_info=VIFS, block_device_info=RBD_BDI)

@@ -250,13 +250,22 @@ def service_get_all(db: Database, binary: str | None = None) -> list[dict]:
 
 
 def service_create_or_get(db: Database, host: str, binary: str, topic: str) -> dict:
+    """The service's row as it starts: created, or found again and seen up now.
+
+    A service that starts again after a long stop (a lab cloud brought back the
+    next day) would otherwise look down to the scheduler's ComputeFilter until its
+    first heartbeat, ``report_interval`` later, and a boot in that window fails
+    with NoValidHost.
+    """
     with db.session() as session:
         row = session.scalars(select(Service).where(
             Service.host == host, Service.binary == binary, Service.deleted == 0)).first()
         if row is None:
             row = Service(host=host, binary=binary, topic=topic, last_seen_up=utcnow())
             session.add(row)
-            session.flush()
+        else:
+            row.last_seen_up = utcnow()
+        session.flush()
         return to_dict(row)
 
 

@@ -62,3 +62,20 @@ def test_soft_delete_hides_and_host_usage(db):
         db_api.instance_get_by_uuid(db, a["uuid"])
     assert db_api.instance_get_by_uuid(db, a["uuid"], read_deleted="yes")["deleted"] == a["id"]
     assert db_api.host_usage(db)["h1"]["instances"] == 1
+
+
+def test_a_service_that_starts_again_is_up_at_once(db):
+    """Its row is found again with a fresh last_seen_up, so the scheduler does not wait
+    for the first heartbeat of a service restarted after a long stop."""
+    from datetime import timedelta
+
+    from novalab.reference.common.db import utcnow
+    from novalab.reference.nova.db.models import Service
+    from novalab.reference.nova.scheduler.host_manager import service_is_up
+
+    first = db_api.service_create_or_get(db, "compute-1", "nova-compute", "compute")
+    with db.session() as session:
+        session.get(Service, first["id"]).last_seen_up = utcnow() - timedelta(hours=20)
+    assert not service_is_up(db_api.service_get_all(db, "nova-compute")[0])
+    again = db_api.service_create_or_get(db, "compute-1", "nova-compute", "compute")
+    assert again["id"] == first["id"] and service_is_up(again)

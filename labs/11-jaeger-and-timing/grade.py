@@ -20,6 +20,7 @@ from novalab.tracing import attributes as attr
 
 FETCH = tuple(range(19, 26))
 JAEGER_FILE = "boots.jaeger.json"
+POLLS = 55  # the first of the client's poll steps
 
 
 def _image(ctx) -> dict:
@@ -104,7 +105,10 @@ def jaeger_file(ctx):
              for span in item["spans"]}
     for key in ("cold", "warm"):
         result = ctx.flow(ctx.names[key])
-        wanted = {(r.span.trace_id, r.span.span_id) for r in result.results if r.matched}
+        # The polls (55-58) are left out: a later `openstack server show` is one more
+        # poll of the boot, so its last one may be newer than the file.
+        wanted = {(r.span.trace_id, r.span.span_id) for r in result.results
+                  if r.matched and r.step.number < POLLS}
         if not wanted & spans:
             raise Fail(f"{path.name} does not hold the boot of {ctx.names[key]} "
                        f"(trace {result.trace.trace_id})")

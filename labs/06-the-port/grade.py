@@ -3,13 +3,18 @@
 Every answer is checked against the learner's own boot: the queue and host in the
 PRODUCER/CONSUMER spans of steps 27 and 34, the hosts-file lines on the DHCP agent's
 span of step 30 (and the port's MAC and address from neutron's API), the event
-nova-compute waited for (``nova.events``) and the port it names.
+nova-compute waited for (``nova.events``) and the port it names, and the tap of the
+guest's interface in the domain XML nova-compute kept (``libvirt.xml``), the device
+the L2 agent waited for in step 34.
 """
+
+import xml.etree.ElementTree as ET
 
 from novalab.labs.grading import Fail, check
 from novalab.tracing import attributes as attr
 
 STEPS = (*range(26, 39), 44)
+APPEARED = "device appeared"  # the L2 agent's event when the guest's tap exists
 
 
 def _network(ctx) -> dict:
@@ -146,3 +151,29 @@ def vif_event(ctx):
     if not active.start_ns <= told.start_ns:
         raise Fail("in your trace Nova was told (step 38) before the port was saved ACTIVE "
                    "(step 37)")
+
+
+def _domain(ctx, server: dict):
+    """The domain XML nova-compute defined for the server (kept beside its disk)."""
+    found = sorted(ctx.cloud.state_dir.glob(f"instances/*/{server['id']}/libvirt.xml"))
+    if not found:
+        raise Fail(f"no libvirt.xml of {server['name']} in the cloud's instances folder")
+    return ET.parse(found[0]).getroot()
+
+
+@check("the tap of your guest's interface (answer tap)")
+def tap(ctx):
+    server = ctx.require_server(ctx.names["server"], "boot it (step 2)")
+    port = _port(ctx)
+    wired = {i.find("target").get("dev") for i in _domain(ctx, server).iter("interface")
+             if i.find("mac") is not None and i.find("target") is not None
+             and i.find("mac").get("address") == port["mac_address"]}
+    given = ctx.answer("tap")
+    if given not in wired:
+        raise Fail(f"{given!r} is not the target of the interface with your port's MAC in "
+                   f"the domain XML of {server['name']} (libvirt.xml, step 5 of the guide)")
+    trace = ctx.flow(ctx.names["server"]).trace
+    waited = [e for s in trace.descendants(_step(ctx, 34)) for e in s.events
+              if e.name == APPEARED and e.attributes.get(attr.NEUTRON_PORT_ID) == port["id"]]
+    if not waited:
+        raise Fail("in your boot the L2 agent of step 34 never saw that device appear")

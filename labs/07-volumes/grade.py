@@ -1,11 +1,14 @@
 """Lab 07: the learner's blank volume, its attachment, and steps 39-42, 48-51 in their trace.
 
-The answers are checked against two witnesses that must agree: the attachment's
-connection_info as Cinder answers it (the attachments API, microversion 3.27) and
-the learner's own boot (the Ceph spans QEMU's librbd made under libvirt's
+The answers are checked against witnesses that must agree: the attachment's
+connection_info as Cinder answers it (the attachments API, microversion 3.27), the
+domain XML nova-compute defined in step 48 (kept as ``libvirt.xml``) and the
+learner's own boot (the Ceph spans QEMU's librbd made under libvirt's
 createWithFlags: ``qemu rbd open`` with ``ceph.pool`` / ``ceph.object``, the
 monitor's SERVER span, the OSD spans with ``ceph.osd`` and ``ceph.object``).
 """
+
+import xml.etree.ElementTree as ET
 
 from novalab.labs.grading import Fail, check
 from novalab.tracing import attributes as attr
@@ -134,3 +137,25 @@ def header(ctx):
     if given not in read:
         raise Fail(f"{given!r} is not the header librbd read to open your image: look under "
                    "`qemu rbd open` for the object read after rbd_id.<image name>")
+
+
+@check("your volume's disk in the domain XML (answer disk)")
+def disk(ctx):
+    server = ctx.require_server(ctx.names["server"], "boot it (step 1 of the guide)")
+    found = sorted(ctx.cloud.state_dir.glob(f"instances/*/{server['id']}/libvirt.xml"))
+    if not found:
+        raise Fail(f"no libvirt.xml of {server['name']} in the cloud's instances folder")
+    name = _connection_info(ctx).get("name")
+    targets = {d.find("target").get("dev") for d in ET.parse(found[0]).getroot().iter("disk")
+               if d.get("type") == "network" and d.find("source") is not None
+               and d.find("source").get("name") == name and d.find("target") is not None}
+    if not targets:
+        raise Fail(f"the domain XML of {server['name']} has no rbd disk {name}")
+    given = ctx.answer("disk").removeprefix("/dev/")
+    if given not in targets:
+        raise Fail(f"{ctx.answer('disk')!r} is not the target of the rbd disk of your volume "
+                   "in the domain XML (libvirt.xml, step 5 of the guide)")
+    devices = {a.get("device", "").removeprefix("/dev/")
+               for a in _volume(ctx).get("attachments", [])}
+    if given not in devices:
+        raise Fail(f"Cinder records {sorted(devices)} for the attachment, not {given}")

@@ -8,7 +8,9 @@ Two kinds:
   its pid in ``run/serve.pid`` and what clients need in ``cloud.json``; `lab
   start` holds ``LAB_HOME/cloud.lock`` while it starts or stops it, so two
   terminals never start two. `lab stop` (or `lab finish` of the last lab in
-  progress) stops it.
+  progress) stops it. A lab that needs more compute hosts (``[cloud] computes``
+  in its lab.toml) gets a lab cloud of that shape, a cloud of its own in
+  ``LAB_HOME/cloud-N-computes``; one lab cloud runs at a time.
 * **a running cloud** (`lab start --cloud running`): a `novalab up` or `novalab
   serve` deployment someone already runs, found as the trace store finds it.
 
@@ -155,45 +157,77 @@ class LabClouds:
 
     # The lab cloud --------------------------------------------------------------------------
 
-    def start(self, extra_args: tuple[str, ...] = ()) -> Cloud:
-        """The lab cloud, started in the background unless it already runs."""
+    def lab_dir_for(self, computes: int = 1) -> Path:
+        """The lab cloud's state dir for a shape: ``cloud`` with one compute host (what
+        most labs use), ``cloud-N-computes`` with N. Each shape is a cloud of its own: a
+        database remembers every compute host it ever had, and a cloud restarted with
+        fewer would still see the missing host up (its last heartbeat) for a minute and
+        send boots to a queue nobody reads."""
+        return self.lab_dir if computes <= 1 else self.home / f"cloud-{computes}-computes"
+
+    def running_lab_cloud(self) -> tuple[Path, tuple[str, ...]] | None:
+        """The state dir of the lab cloud that runs, and the extra `serve` arguments it
+        was started with (a cloud started before they were recorded: none); None when
+        no lab cloud runs."""
+        dirs = [self.lab_dir, *sorted(self.home.glob("cloud-*-computes"))]
+        for state_dir in dirs:
+            served = _read(state_dir / "cloud.json")
+            if served and _alive(served.get("pid")):
+                record = _read(state_dir / "lab-cloud.json")
+                same = record.get("pid") == served["pid"]
+                return state_dir, tuple(record.get("args", ())) if same else ()
+        return None
+
+    def start(self, extra_args: tuple[str, ...] = (), computes: int = 1) -> Cloud:
+        """The lab cloud with ``computes`` compute hosts, started in the background unless
+        it already runs. Another shape of it must be stopped first (one set of standard
+        ports)."""
+        state_dir = self.lab_dir_for(computes)
         with self._locked():
-            self._choose("lab", self.lab_dir)
-            cloud = describe(self.lab_dir)
+            cloud = describe(state_dir)
             if cloud is not None:
+                self._choose("lab", state_dir)
                 cloud.kind = "lab"
                 return cloud
-            self.lab_dir.mkdir(parents=True, exist_ok=True)
-            log = open(self.lab_dir / "serve.log", "a")  # noqa: SIM115 - the child owns it
+            other = self.running_lab_cloud()
+            if other is not None:
+                raise CloudError(f"another lab cloud runs, from {other[0]}: `novalab lab stop` "
+                                 "stops it")
+            self._choose("lab", state_dir)
+            state_dir.mkdir(parents=True, exist_ok=True)
+            log = open(state_dir / "serve.log", "a")  # noqa: SIM115 - the child owns it
+            shape = ("--computes", str(computes)) if computes > 1 else ()
             process = subprocess.Popen(
                 [sys.executable, "-m", "novalab.labs.cli", "serve", "--state-dir",
-                 str(self.lab_dir), *extra_args],
+                 str(state_dir), *shape, *extra_args],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                 env=dict(os.environ, PYTHONUNBUFFERED="1"))
             log.close()
             deadline = time.monotonic() + START_TIMEOUT
             while time.monotonic() < deadline:
-                cloud = describe(self.lab_dir)
-                if cloud is not None and _read(self.lab_dir / "cloud.json").get("pid") == \
+                cloud = describe(state_dir)
+                if cloud is not None and _read(state_dir / "cloud.json").get("pid") == \
                         process.pid:
                     cloud.kind = "lab"
+                    (state_dir / "lab-cloud.json").write_text(json.dumps(
+                        {"pid": process.pid, "args": list(extra_args)}))
                     return cloud
                 if process.poll() is not None:
                     break
                 time.sleep(0.2)
             if process.poll() is None:
                 process.send_signal(signal.SIGINT)
-            tail = (self.lab_dir / "serve.log").read_text(errors="replace")[-1500:]
+            tail = (state_dir / "serve.log").read_text(errors="replace")[-1500:]
             raise CloudError("the lab cloud did not start (its log, "
-                             f"{self.lab_dir / 'serve.log'}, ends with):\n{tail}")
+                             f"{state_dir / 'serve.log'}, ends with):\n{tail}")
 
     def stop(self, timeout: float = 60.0) -> bool:
         """Stop the lab cloud (SIGINT, as Ctrl-C would); False if it was not running."""
         with self._locked():
-            served = _read(self.lab_dir / "cloud.json")
-            pid = served.get("pid")
-            if not pid or not _alive(pid):
+            running = self.running_lab_cloud()
+            if running is None:
                 return False
+            pid = _read(running[0] / "cloud.json")["pid"]
             os.kill(pid, signal.SIGINT)
             deadline = time.monotonic() + timeout
             while _alive(pid) and time.monotonic() < deadline:

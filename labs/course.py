@@ -4,7 +4,8 @@ A lab is a folder of data and two small Python files; the runner knows no lab::
 
     labs/04-scheduling/
       lab.toml       title, the 58-step numbers it teaches, what it needs, the names
-                     the learner uses ({user} is the learner's keystone user), questions
+                     the learner uses ({user} is the learner's keystone user), questions,
+                     and [cloud] computes = N when the lab cloud needs N compute hosts
       guide.md       the guide: "## Step N: title" sections, guided then graded
       hints.md       "## Hint" sections, shown one more at a time by `lab hint`
       solution.md    the written solution; its ```sh blocks are what the tests run
@@ -56,6 +57,7 @@ class Lab:
     names: dict[str, str] = field(default_factory=dict)
     questions: dict[str, str] = field(default_factory=dict)
     faults: tuple[str, ...] = ()  # fault knobs the lab injects (cleared by finish)
+    computes: int = 1           # [cloud] computes: compute hosts the lab cloud runs for it
 
     @classmethod
     def load(cls, folder: Path) -> Lab:
@@ -67,7 +69,8 @@ class Lab:
                    title=meta["title"], summary=meta.get("summary", ""),
                    steps=tuple(meta.get("steps", ())), needs=tuple(meta.get("needs", ())),
                    names=dict(meta.get("names", {})), questions=dict(meta.get("questions", {})),
-                   faults=tuple(meta.get("faults", ())))
+                   faults=tuple(meta.get("faults", ())),
+                   computes=int(meta.get("cloud", {}).get("computes", 1)))
 
     # The texts --------------------------------------------------------------------------
 
@@ -137,6 +140,12 @@ class Lab:
     @property
     def step_groups(self) -> str:
         return ranges(self.steps)
+
+    @property
+    def needs_text(self) -> str:
+        """What the lab needs, in words: ``running``, ``2 compute hosts`` (or ``-``)."""
+        needs = [*self.needs] + ([f"{self.computes} compute hosts"] if self.computes > 1 else [])
+        return ", ".join(needs) or "-"
 
 
 def ranges(numbers) -> str:

@@ -110,7 +110,7 @@ def lab_list():
         state = "[green]done[/]" if record.get("done") else \
             "started" if record.get("started") and not record.get("finished") else "-"
         table.add_row(lab.number, lab.title, lab.step_groups,
-                      ", ".join(lab.needs) or "-", state)
+                      lab.needs_text, state)
     out.print(table)
 
 
@@ -131,13 +131,17 @@ def lab_start(name, cloud_kind, state_dir):
               "`novalab up` (RabbitMQ and PostgreSQL on loopback; `rabbitmq-server -detached` "
               f"starts RabbitMQ), then `novalab lab start {lab.name} --cloud running`")
     started = time.monotonic()
+    if cloud_kind == "lab":
+        _reshape(lab, clouds)
     try:
         with err.status("Starting the lab cloud..." if cloud_kind == "lab" else
                         "Finding the running cloud..."):
-            cloud = clouds.start(LAB_CLOUD_ARGS) if cloud_kind == "lab" else \
-                clouds.use_running(state_dir)
+            cloud = clouds.start(LAB_CLOUD_ARGS, computes=lab.computes) \
+                if cloud_kind == "lab" else clouds.use_running(state_dir)
     except CloudError as exc:
         _fail(str(exc))
+    if cloud_kind == "running":
+        _check_running_shape(lab, cloud)
     ctx = _context(lab, clouds, cloud)
     ctx.workdir.mkdir(parents=True, exist_ok=True)
     prepare = lab.module("prepare")
@@ -154,6 +158,41 @@ def lab_start(name, cloud_kind, state_dir):
         out.print(f"trace page: {cloud.web}")
     out.print(f'ready in {time.monotonic() - started:.1f} s. For the openstack CLI: '
               f'eval "$(novalab lab env)"; then: novalab lab step {lab.number}')
+
+
+def _reshape(lab, clouds: LabClouds) -> None:
+    """Stop a lab cloud that runs in another shape than ``lab`` needs (another number of
+    compute hosts, other LAB_CLOUD_ARGS), so that `start` brings up the right one; refuse
+    while other labs are in progress on it (their servers are in that cloud)."""
+    running = clouds.running_lab_cloud()
+    wanted = clouds.lab_dir_for(lab.computes)
+    if running is None or (running[0] == wanted and running[1] == LAB_CLOUD_ARGS):
+        return
+    here = str(running[0].absolute())
+    busy = sorted(name for name, record in Progress(clouds.home, _user(clouds)).all().items()
+                  if name != lab.name and record.get("started") and not record.get("finished")
+                  and str(Path(record.get("cloud") or "").absolute()) == here)
+    hosts = f"{lab.computes} compute host" + ("s" if lab.computes > 1 else "")
+    if busy:
+        _fail(f"{lab.name} runs on a lab cloud of {hosts}, and the lab cloud now runs in "
+              f"another shape for the labs in progress: {', '.join(busy)}. Finish them "
+              "first (`novalab lab finish NAME --keep-cloud`; what you passed stays passed), "
+              f"then `novalab lab start {lab.name}` again")
+    with err.status(f"Stopping the lab cloud: {lab.name} runs on one of {hosts}..."):
+        clouds.stop()
+
+
+def _check_running_shape(lab, cloud) -> None:
+    """A running `novalab up` cloud says how many compute hosts it has (state.json)."""
+    import json
+
+    try:
+        computes = json.loads((cloud.state_dir / "state.json").read_text()).get("computes")
+    except (OSError, ValueError):
+        return
+    if isinstance(computes, int) and computes < lab.computes:
+        _fail(f"{lab.name} needs {lab.computes} compute hosts and {cloud.state_dir} runs "
+              f"{computes}: start it with `novalab up --computes {lab.computes}`")
 
 
 @lab_group.command("env")

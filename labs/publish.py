@@ -25,7 +25,9 @@ def page(lab: Lab) -> str:
     parts = [f"# Lab {lab.number}: {lab.title}", "", lab.summary, "",
              f"Start it with `novalab lab start {lab.name}`"
              + (" --cloud running" if "running" in lab.needs else "")
-             + f"; check your work with `novalab lab grade {lab.name}`.", "",
+             + f"; check your work with `novalab lab grade {lab.name}`."
+             + (f" The lab cloud runs {lab.computes} compute hosts for it." if lab.computes > 1
+                else ""), "",
              f"## Objectives: steps {lab.step_groups} of the 58-step flow", "",
              _objectives(lab), ""]
     if lab.names:
@@ -44,7 +46,7 @@ def page(lab: Lab) -> str:
 
 def index(course: list[Lab]) -> str:
     rows = [f"| [{lab.number}]({lab.name}.md) | {lab.title} | {lab.step_groups} | "
-            f"{', '.join(lab.needs) or '-'} |" for lab in course]
+            f"{lab.needs_text} |" for lab in course]
     taught = ranges({n for lab in course for n in lab.steps})
     return "\n".join([
         "# The novalab course", "",

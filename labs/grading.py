@@ -15,7 +15,8 @@ learner should read::
 Checks judge what really happened: the cloud's state through its APIs
 (``ctx.api``, ``ctx.server``), the learner's own trace through the trace store
 (``ctx.boot``, ``ctx.flow``), the learner's answers (``ctx.answers``) and the
-files they wrote (``ctx.workdir``). Never the commands they typed.
+files they wrote (``ctx.workdir``). Never the commands they typed. A check that
+does not apply to the cloud the lab runs on raises :class:`Skip`, saying why.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ class Fail(Exception):
     """A check that did not pass; the message is what the learner reads."""
 
 
+class Skip(Exception):
+    """A check that does not apply to this cloud (a part of a lab only a `novalab up`
+    cloud can run, say); the message says why. It does not hold the lab back."""
+
+
 def check(text: str) -> Callable:
     """Mark a function of ``grade.py`` as a check; ``text`` may name the lab's names."""
     def mark(func):
@@ -54,9 +60,11 @@ class Result:
     text: str
     passed: bool
     why: str = ""
+    skipped: bool = False  # passed because it does not apply here (why says so)
 
     def to_dict(self) -> dict:
-        return {"check": self.text, "passed": self.passed, "why": self.why}
+        return {"check": self.text, "passed": self.passed, "why": self.why,
+                "skipped": self.skipped}
 
 
 class Api:
@@ -180,6 +188,8 @@ def grade(ctx: Context) -> list[Result]:
             func(ctx)
         except Fail as failure:
             results.append(Result(text, False, str(failure)))
+        except Skip as skip:
+            results.append(Result(text, True, f"skipped: {skip}", skipped=True))
         except (ClientError, httpx.HTTPError) as exc:
             results.append(Result(text, False, f"the cloud did not answer as expected: {exc}"))
         except Exception as exc:  # a broken check must not hide the others

@@ -73,8 +73,9 @@ def most_free_ram(ctx):
         raise Fail(f"nova-scheduler considered one host for {name}: this lab needs the lab "
                    "cloud of two compute hosts (`novalab lab start 04` brings it up)")
     if len(hosts) < 2:
-        raise Fail(f"only {hosts} passed the filters for {name}, so nothing was weighed: boot "
-                   "it with the default filters, before you enable your own")
+        raise Fail(f"only {', '.join(hosts) or 'no host'} passed the filters for {name}, so "
+                   "nothing was weighed: boot it with the default filters, before you enable "
+                   "your own")
     if len(set(free)) == 1:
         raise Fail(f"every host had {free[0]} MB free when {name} was scheduled: the weigher "
                    f"had nothing to tell them apart. Boot {ctx.names['first']} (m1.small) "

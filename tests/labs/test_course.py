@@ -18,7 +18,7 @@ from pathlib import Path
 import loopback
 import pytest
 
-from novalab.labs.course import find, labs
+from novalab.labs.course import find, labs, uncovered_steps
 from novalab.labs.publish import index, page
 from novalab.reference.deploy.wiring import STANDARD_PORTS
 
@@ -42,6 +42,11 @@ def test_every_lab_has_a_guide_a_solution_and_checks():
         assert [s.number for s in lab.guide_steps] == list(range(1, len(lab.guide_steps) + 1))
         assert lab.solution_scripts("demo"), lab.name
         assert lab.module("grade") is not None and lab.steps, lab.name
+
+
+def test_every_step_of_the_58_is_taught_by_some_lab():
+    """The course covers the whole boot: each step is the objective of at least one lab."""
+    assert uncovered_steps(COURSE) == []
 
 
 def test_the_published_course_is_the_course():

@@ -26,6 +26,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.table import Table
 
 from novalab.labs import cleanup
@@ -283,9 +284,10 @@ def lab_grade(name, watch, interval):
             mark = "[yellow]SKIP[/]" if result.skipped else \
                 "[green]PASS[/]" if result.passed else "[red]FAIL[/]"
             # soft_wrap: one line per check and one per reason, however narrow the
-            # terminal (or a pipe): graders and scripts read them line by line.
-            out.print(f"{mark}  {result.text}" + (f"\n      {result.why}" if result.why else ""),
-                      soft_wrap=True)
+            # terminal (or a pipe): graders and scripts read them line by line. The
+            # texts are escaped: a reason may quote `[call METHOD]` or a list.
+            out.print(f"{mark}  {escape(result.text)}"
+                      + (f"\n      {escape(result.why)}" if result.why else ""), soft_wrap=True)
         passed = bool(results) and all(r.passed for r in results)
         Progress(clouds.home, ctx.user).graded(lab.name, passed, [r.to_dict() for r in results])
         out.print(f"{sum(r.passed for r in results)}/{len(results)} checks pass"

@@ -155,7 +155,7 @@ def conductor_call(ctx):
     given = ctx.answer("conductor-call")
     if given != span.get(attr.RPC_METHOD):
         raise Fail(f"{given!r} is not the method of step 14's call in your boot: the flow check "
-                   "writes it in brackets after the span's name, after the word call")
+                   "writes it in brackets after the span's name, [call METHOD]")
 
 
 @check("the external event of step 38 (answer vif-event)")

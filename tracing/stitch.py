@@ -41,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import re
 import time
 
 from novalab.tracing import attributes as attr
@@ -76,6 +77,15 @@ def _route(span: Span) -> str:
 def _is_version_document(span: Span) -> bool:
     path = _path(span)
     return path == "" or path.count("/") == 1 and path[1:2] == "v"
+
+
+_SERVER_PATH = re.compile(r"/servers/([0-9a-fA-F-]{36})$")
+
+
+def _of_another_server(span: Span, server_id: str) -> bool:
+    """A GET of a different server: another boot's poll, never this session's read."""
+    found = _SERVER_PATH.search(_path(span))
+    return found is not None and found.group(1) != server_id
 
 
 def is_create(span: Span) -> bool:
@@ -128,7 +138,8 @@ def session(client_roots: list[Span], create: Span,
     picked = {id(r) for r, _, _ in chosen}
     chosen += [(r, "read", f"GET after the create, at most 5 s after the last poll; {same}")
                for r in client if id(r) not in picked and _method(r) == "GET"
-               and create.start_ns < r.start_ns <= end + GAP_NS]
+               and create.start_ns < r.start_ns <= end + GAP_NS
+               and not _of_another_server(r, server_id)]
     return sorted(chosen, key=lambda item: item[0].start_ns)
 
 

@@ -42,7 +42,7 @@ from novalab.tracing.collect import incomplete, started_by_request, trace_files
 from novalab.tracing.model import Span
 from novalab.tracing.otlp_json import spans_from_lines, spans_from_otlp, spans_to_otlp
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 ENV_STATE_DIR = "NOVALAB_STATE_DIR"
 
 
@@ -75,7 +75,8 @@ class TraceSummary:
     servers: dict[str, str] = field(default_factory=dict)  # uuid -> display name ("")
     request_ids: list[str] = field(default_factory=list)
     create_request_id: str = ""    # the request id of the create (what server event list shows)
-    vm_state: list = field(default_factory=list)  # [time, state]: the last one recorded
+    # uuid -> [time, vm_state]: the last state recorded of each server the trace names
+    vm_states: dict[str, list] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
 
     def add(self, span: Span, file_key: str) -> None:
@@ -89,12 +90,14 @@ class TraceSummary:
         if self.create is None and stitch.is_create(span):
             self.create = _encode_one(span)
             self.create_request_id = str(span.get(attr.OPENSTACK_REQUEST_ID) or "")
+        uuid = span.get(attr.NOVA_INSTANCE_UUID)
         # The state the last-started span saw or wrote (the conductor's final
         # instance_update starts after every span that saw the instance building).
         state = span.get(attr.NOVA_VM_STATE)
-        if state and (not self.vm_state or span.start_ns >= self.vm_state[0]):
-            self.vm_state = [span.start_ns, str(state)]
-        uuid = span.get(attr.NOVA_INSTANCE_UUID)
+        if state and uuid:
+            known = self.vm_states.get(str(uuid))
+            if not known or span.start_ns >= known[0]:
+                self.vm_states[str(uuid)] = [span.start_ns, str(state)]
         if uuid:
             name = span.get(attr.NOVA_INSTANCE_DISPLAY_NAME) or span.get(attr.NOVALAB_SERVER_NAME)
             if name or uuid not in self.servers:
@@ -163,11 +166,11 @@ class Selection:
         return self.spans[0].trace_id if self.spans else self.row.id
 
 
-def _status(kind: str, parts: list[TraceSummary]) -> str:
+def _status(kind: str, parts: list[TraceSummary], servers: dict[str, str]) -> str:
     """A boot's server state as Nova's API words it, from the last ``vm_state`` its spans
-    recorded; a request's HTTP status code (or the root span's status)."""
+    recorded of its own server; a request's HTTP status code (or the root span's status)."""
     if kind == "boot":
-        states = [p.vm_state for p in parts if p.vm_state]
+        states = [p.vm_states[uuid] for p in parts for uuid in servers if uuid in p.vm_states]
         state = max(states)[1] if states else ""
         return {"active": "ACTIVE", "error": "ERROR", "building": "BUILD",
                 "deleted": "DELETED"}.get(state, state.upper() or "?")
@@ -326,7 +329,10 @@ class TraceStore:
                 members, row_id, stitched = [summary.trace_id], summary.trace_id, False
                 root = summary.root_span
                 root_name = root.name if root else create.name
-            rows.append(self._row(row_id, "boot", root_name, members, stitched))
+            # The boot's servers are the ones its create made; its members may also
+            # name others (a read of another server in the same CLI session).
+            rows.append(self._row(row_id, "boot", root_name, members, stitched,
+                                  servers=dict(summary.servers)))
             absorbed.update(members)
         for summary in self.summaries.values():
             if summary.trace_id in absorbed:
@@ -347,21 +353,24 @@ class TraceStore:
         return root.name if root else "(root not recorded yet)"
 
     def _row(self, row_id: str, kind: str, operation: str, members: list[str],
-             stitched: bool) -> Row:
+             stitched: bool, servers: dict[str, str] | None = None) -> Row:
         parts = [self.summaries[m] for m in members if m in self.summaries]
-        servers: dict[str, str] = {}
+        mine = servers
+        servers = dict(servers or {})
         request_ids: list[str] = []
         services: list[str] = []
         for part in parts:
             for uuid, name in part.servers.items():
-                servers[uuid] = name or servers.get(uuid, "")
+                if mine is None or uuid in mine:
+                    servers[uuid] = name or servers.get(uuid, "")
             request_ids += [r for r in part.request_ids if r not in request_ids]
             services += [s for s in part.services if s not in services]
         return Row(id=row_id, kind=kind, start_ns=min(p.start_ns for p in parts),
                    end_ns=max(p.end_ns for p in parts), operation=operation,
                    servers=servers, request_ids=request_ids, services=services,
                    spans=sum(p.spans for p in parts) + (1 if stitched else 0),
-                   status=_status(kind, parts), members=list(members), stitched=stitched,
+                   status=_status(kind, parts, servers), members=list(members),
+                   stitched=stitched,
                    create_request_id=next((p.create_request_id for p in parts
                                            if p.create_request_id), ""))
 

@@ -274,3 +274,27 @@ def test_select_waits_for_a_trace_not_yet_written(traces_dir, processes):
     assert selection.row.servers == {"5005": "soon"}
     with pytest.raises(NoTrace):
         TraceStore(traces_dir.parent).select(request_id="req-never", timeout=0.2, settle=0.05)
+
+
+def test_a_create_without_wait_does_not_take_the_next_boot_as_its_own(traces_dir, processes):
+    """Reproduces a bug: `server create` (no --wait), then a second create seconds later
+    with --wait; the first boot's row named both servers and took the other's polls."""
+    api = processes("nova-api")
+    first = "aaaaaaaa-0000-4000-8000-000000000001"
+    second = "bbbbbbbb-0000-4000-8000-000000000002"
+    _create_named(processes, "one", 100 * SECOND, server_id=first, request_id="req-one")
+    _create_named(processes, "two", 102 * SECOND, server_id=second, request_id="req-two")
+    for at in (103, 104):
+        api.request("GET", "/v2.1/servers/<server_id>", f"/v2.1/servers/{second}", at * SECOND,
+                    children=[("poll", {"nova.instance.uuid": second,
+                                        "nova.instance.vm_state": "active"})])
+    flush(processes, "nova-api")
+    rows = {tuple(r.servers): r for r in TraceStore(traces_dir.parent).refresh().rows()
+            if r.kind == "boot"}
+    assert set(rows) == {(first,), (second,)}
+    assert rows[(first,)].status == "BUILD" or rows[(first,)].status == "?"
+    assert rows[(second,)].status == "ACTIVE"
+    polls = TraceStore(traces_dir.parent).select(server=second, timeout=0, settle=0)
+    assert len([s for s in polls.spans if s.name == "poll"]) == 2
+    assert not any(s.name == "poll" for s in TraceStore(traces_dir.parent).select(
+        server=first, timeout=0, settle=0).spans)

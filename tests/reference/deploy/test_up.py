@@ -91,8 +91,10 @@ def deployment(request, tmp_path_factory, receiver):
         # `up` creates the database itself: only name it here, and drop it after.
         db_url = stack.enter_context(loopback.scratch_database(backend, name, create=None))
         transport = stack.enter_context(loopback.own_vhost(name))
+        # A short vif_plugging_timeout, as a class cloud for lab 10's vif drill has: a
+        # normal boot's network-vif-plugged comes long before it.
         args = ["--computes", "2", "--transport", transport, "--db", db_url, "--otlp",
-                receiver, "--state-dir", str(state_dir)]
+                receiver, "--state-dir", str(state_dir), "--vif-plugging-timeout", "10"]
         stack.callback(novalab, "down", "--state-dir", str(state_dir), check=False)
         result = novalab("up", *args, check=False)
         assert result.returncode == 0, result.stderr
@@ -339,6 +341,54 @@ def test_lab_03_from_start_to_finish_on_the_running_cloud(deployment, tmp_path):
     # A running cloud is the class's: finishing a lab never stops it.
     assert novalab("status", "--state-dir", str(deployment["state_dir"]),
                    check=False).returncode == 0
+
+
+def test_lab_10_failure_drills_on_the_running_cloud(deployment, tmp_path):
+    """Lab 10 (failure drills) on `novalab up`: the four drills of the lab cloud over
+    RabbitMQ and PostgreSQL, and compute-crash, which only a cloud of one process per
+    service can run (its nova-compute really dies, and `novalab up` restarts it)."""
+    if not deployment["db_url"].startswith("postgresql"):
+        pytest.skip("the lab runs once, on the PostgreSQL deployment")
+    from novalab.labs.course import find
+    from novalab.reference.common.faults import Faults
+
+    lab = find("10")
+    state_dir = deployment["state_dir"]
+    home = tmp_path / "lab-home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OS_", "NOVALAB_TRANSPORT", "NOVALAB_DB"))}
+    env.pop("NOVALAB_STATE_DIR", None)
+    env.update(NOVALAB_LAB_HOME=str(home), PATH=f"{Path(sys.executable).parent}:{env['PATH']}")
+
+    def lab_cli(*args, expect=0):
+        done = subprocess.run([*NOVALAB_CLI, "lab", *args], env=env, capture_output=True,
+                              text=True, timeout=300, cwd=home)
+        assert done.returncode == expect, f"lab {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+        return done.stdout
+
+    lab_cli("start", lab.name, "--cloud", "running", "--state-dir", str(state_dir))
+    before = lab_cli("grade", lab.name, expect=1).splitlines()
+    assert any(line.startswith("FAIL") for line in before)
+    for number, line in enumerate(before):
+        if line.startswith("FAIL"):
+            assert before[number + 1].startswith("      ") and before[number + 1].strip()
+    pids = _pids(state_dir)
+    for script in lab.solution_scripts("demo"):
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=env, cwd=home,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"solution:\n{script}\n{done.stdout}\n{done.stderr}"
+    after = lab_cli("grade", lab.name)
+    # On `up` the crash drill is graded, not skipped.
+    assert "FAIL" not in after and "SKIP" not in after and f"{lab.name} done" in after
+    # One nova-compute died in the crash drill and was started again; nothing else was.
+    restarted = {unit for unit, pid in _pids(state_dir).items() if pids.get(unit) != pid}
+    assert len(restarted) == 1 and next(iter(restarted)).startswith("nova-compute-")
+    finished = lab_cli("finish", lab.name)
+    assert "lab10-demo-crash-vm" in finished and "lab10-demo-image" in finished
+    assert not set(Faults(state_dir).injected()) & set(lab.faults)
+    # The class's cloud runs on, whole.
+    assert novalab("status", "--state-dir", str(state_dir), check=False).returncode == 0
 
 
 def test_killed_compute_restarts_without_leaving_build(deployment):

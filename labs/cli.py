@@ -8,6 +8,9 @@
     novalab up / status / down   every service as its own process (RabbitMQ, a SQL server)
     novalab trace list           the traces of the running or last cloud, boots first
     novalab trace show|collect   one trace (by --server, --request-id, --trace-id, --latest)
+    novalab web                  the trace page (serve and up host it on :8700)
+    novalab lab ...              the course: labs graded from the learner's own trace
+    novalab fault | scheduler    the failure drills' knobs; the scheduler's filters
 """
 
 from __future__ import annotations
@@ -67,7 +70,18 @@ def _start(config, telemetry):
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="novalab")
 def main():
-    """novalab: a compact, traced OpenStack that shows how POST /servers really flows."""
+    """novalab: a compact, traced OpenStack that shows how POST /servers really flows.
+
+    \b
+    Start here:
+      novalab lab start 00          the course, step by step (novalab lab list)
+      novalab boot                  one traced boot, with its trace and pictures
+      novalab serve                 a cloud for the openstack CLI (prints the OS_* variables)
+    Then find the trace of what you did:
+      novalab trace list            each boot, its server and request id
+      novalab flow check --server NAME
+      novalab web                   the trace page, http://127.0.0.1:8700
+    """
 
 
 @main.command()

@@ -60,25 +60,35 @@ TEST_NODE = """<node>
 """
 
 
+def start_cloud(telemetry: Telemetry, workdir: Path, label: str,
+                whole_cast: bool) -> EmbeddedCloud:
+    """An embedded cloud of its own for one benchmark mode, started.
+
+    The foundation scenario is issue 2's boot: keystone, nova, glance (images
+    from Ceph, cached per host after the warm-up), no Neutron, no volume, on a
+    private test hypervisor per cloud (a file URI gives each connection its own
+    state), so two clouds run side by side and boots can alternate. The whole
+    cast needs the shared test:///default: the L2 agent must see the guest's
+    tap, and a private test hypervisor is private per connection.
+    """
+    state = workdir / f"{label}-{time.time_ns()}"
+    state.mkdir(parents=True)
+    node = state / "node.xml"
+    node.write_text(TEST_NODE.format(memory_kib=64 * 1024 * 1024))
+    uri = "test:///default" if whole_cast else f"test://{node}"
+    config = CloudConfig(state_dir=state, libvirt_uri=uri, network=whole_cast)
+    return EmbeddedCloud(config, telemetry).start()
+
+
 class Bench:
     """One cloud and a logged-in client; ``boot_once`` returns (wall, in-server, cpu)."""
 
     def __init__(self, traced: bool, workdir: Path, whole_cast: bool = False):
         self.traced = traced
         self.telemetry = Telemetry(enabled=traced, memory=traced, otlp=False)
-        state = workdir / f"{'traced' if traced else 'untraced'}-{time.time_ns()}"
-        state.mkdir(parents=True)
-        # A private test hypervisor per cloud (a file URI gives each connection its
-        # own state), so both clouds can run side by side and boots can alternate.
-        node = state / "node.xml"
-        node.write_text(TEST_NODE.format(memory_kib=64 * 1024 * 1024))
-        # The foundation scenario is issue 2's boot: keystone, nova, glance (images
-        # from Ceph, cached per host after the warm-up), no Neutron, no volume.
-        # The whole cast needs the shared test:///default: the L2 agent must see the
-        # guest's tap, and a private test hypervisor is private per connection.
-        uri = "test:///default" if whole_cast else f"test://{node}"
-        config = CloudConfig(state_dir=state, libvirt_uri=uri, network=whole_cast)
-        self.cloud = EmbeddedCloud(config, self.telemetry).start()
+        self.cloud = start_cloud(self.telemetry, workdir,
+                                 "traced" if traced else "untraced", whole_cast)
+        config = self.cloud.config
         provider = self.telemetry.provider("novalab-client") if traced else None
         self.http = http_client(provider)
         self.client = CloudClient(self.cloud.identity_url, self.http)

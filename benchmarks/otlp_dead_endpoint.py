@@ -24,10 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from boot_latency import TEST_NODE, calibration, summary
+from boot_latency import calibration, start_cloud, summary
 
 from novalab.reference.deploy.boot import BootRequest, boot
-from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
 from novalab.tracing.setup import Telemetry
 
 MODES = ("none", "dead")
@@ -62,15 +61,7 @@ class Bench:
             os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = dead_url
         self.telemetry = Telemetry(memory=True)
         os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
-        state = workdir / f"{mode}-{time.time_ns()}"
-        state.mkdir(parents=True)
-        node = state / "node.xml"
-        node.write_text(TEST_NODE.format(memory_kib=64 * 1024 * 1024))
-        # As in boot_latency.py: a private test hypervisor per cloud for the foundation
-        # scenario (two clouds side by side); the whole cast needs test:///default.
-        uri = "test:///default" if whole_cast else f"test://{node}"
-        config = CloudConfig(state_dir=state, libvirt_uri=uri, network=whole_cast)
-        self.cloud = EmbeddedCloud(config, self.telemetry).start()
+        self.cloud = start_cloud(self.telemetry, workdir, mode, whole_cast)
         self.request = BootRequest(volume_size=1 if whole_cast else None)
         self.count = 0
 

@@ -138,6 +138,23 @@ class Context:
             raise Fail(f"no server named {name}" + (f": {what}" if what else ""))
         return server
 
+    def require_active(self, name: str, what: str = "") -> dict:
+        """The learner's server ``name``, which must be ACTIVE (else its fault is the why)."""
+        server = self.require_server(name, what)
+        if server["status"] != "ACTIVE":
+            raise Fail(f"{server['name']} is {server['status']}"
+                       + (f": {server['fault']['message']}" if server.get("fault") else ""))
+        return server
+
+    def require_whole_boot(self, name: str):
+        """The flow check of the boot of ``name``, which must match every step it implies,
+        none out of order."""
+        result = self.flow(name)
+        if not result.ok:
+            missing = [r.step.number for r in result.results if r.missing]
+            raise Fail(f"{result.summary}; missing: {missing}")
+        return result
+
     def boot(self, name: str) -> Trace:
         """The trace of the learner's boot of server ``name``, from the trace store."""
         server = self.require_server(name)

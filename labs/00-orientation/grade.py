@@ -5,18 +5,12 @@ from novalab.labs.grading import Fail, check
 
 @check("{server} is ACTIVE")
 def server_is_active(ctx):
-    server = ctx.require_server(ctx.names["server"], "boot it (step 2 of the guide)")
-    if server["status"] != "ACTIVE":
-        raise Fail(f"{server['name']} is {server['status']}"
-                   + (f": {server['fault']['message']}" if server.get("fault") else ""))
+    ctx.require_active(ctx.names["server"], "boot it (step 2 of the guide)")
 
 
 @check("the trace of your boot of {server} matches every step it implies")
 def boot_is_whole(ctx):
-    result = ctx.flow(ctx.names["server"])
-    if not result.ok:
-        missing = [r.step.number for r in result.results if r.missing]
-        raise Fail(f"{result.summary}; missing: {missing}")
+    ctx.require_whole_boot(ctx.names["server"])
 
 
 @check("sequence.html in your lab folder is drawn from the trace of {server}")

@@ -25,10 +25,7 @@ def _norm(text: str) -> str:
 
 @check("{server} is ACTIVE, booted with a volume")
 def server_with_volume(ctx):
-    server = ctx.require_server(ctx.names["server"], "boot it with a volume (step 4 of the guide)")
-    if server["status"] != "ACTIVE":
-        raise Fail(f"{server['name']} is {server['status']}"
-                   + (f": {server['fault']['message']}" if server.get("fault") else ""))
+    server = ctx.require_active(ctx.names["server"], "boot it with a volume (step 4 of the guide)")
     if not server.get("os-extended-volumes:volumes_attached"):
         raise Fail(f"{server['name']} has no volume, so cinder never saw your token: delete it "
                    "and boot it again with --block-device source_type=blank,"
@@ -37,10 +34,7 @@ def server_with_volume(ctx):
 
 @check("your boot of {server}: every step it implies, 40 and 41 included")
 def boot_is_whole(ctx):
-    result = ctx.flow(ctx.names["server"])
-    if not result.ok:
-        missing = [r.step.number for r in result.results if r.missing]
-        raise Fail(f"{result.summary}; missing: {missing}")
+    result = ctx.require_whole_boot(ctx.names["server"])
     step = result.result(40)
     if not step.matched:
         raise Fail("step 40 is not in your boot's trace: "

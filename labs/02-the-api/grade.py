@@ -40,14 +40,8 @@ def bad_request(ctx):
 
 @check("{server} is ACTIVE and its trace matches every step it implies")
 def boot_is_whole(ctx):
-    server = ctx.require_server(ctx.names["server"], "boot it (step 4 of the guide)")
-    if server["status"] != "ACTIVE":
-        raise Fail(f"{server['name']} is {server['status']}"
-                   + (f": {server['fault']['message']}" if server.get("fault") else ""))
-    result = ctx.flow(ctx.names["server"])
-    if not result.ok:
-        missing = [r.step.number for r in result.results if r.missing]
-        raise Fail(f"{result.summary}; missing: {missing}")
+    ctx.require_active(ctx.names["server"], "boot it (step 4 of the guide)")
+    ctx.require_whole_boot(ctx.names["server"])
 
 
 def _flow(ctx, *numbers):

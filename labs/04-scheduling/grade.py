@@ -20,11 +20,7 @@ SCHEDULE = "FilterScheduler._schedule"
 
 
 def _active(ctx, key: str, what: str) -> dict:
-    server = ctx.require_server(ctx.names[key], what)
-    if server["status"] != "ACTIVE":
-        raise Fail(f"{server['name']} is {server['status']}"
-                   + (f": {server['fault']['message']}" if server.get("fault") else ""))
-    return server
+    return ctx.require_active(ctx.names[key], what)
 
 
 def _host(ctx, server: dict) -> str | None:

@@ -62,10 +62,7 @@ def network_and_subnet(ctx):
 
 @check("{server} is ACTIVE, its port ACTIVE on {network}")
 def server_on_network(ctx):
-    server = ctx.require_server(ctx.names["server"], "boot it (step 2)")
-    if server["status"] != "ACTIVE":
-        raise Fail(f"{server['name']} is {server['status']}"
-                   + (f": {server['fault']['message']}" if server.get("fault") else ""))
+    server = ctx.require_active(ctx.names["server"], "boot it (step 2)")
     port, network = _port(ctx), _network(ctx)
     if port["network_id"] != network["id"]:
         raise Fail(f"the port of {server['name']} is on another network: boot it with "

@@ -60,10 +60,7 @@ def _open(ctx):
 
 @check("{server} is ACTIVE with {volume} attached")
 def volume_attached(ctx):
-    server = ctx.require_server(ctx.names["server"], "boot it (step 1 of the guide)")
-    if server["status"] != "ACTIVE":
-        raise Fail(f"{server['name']} is {server['status']}"
-                   + (f": {server['fault']['message']}" if server.get("fault") else ""))
+    server = ctx.require_active(ctx.names["server"], "boot it (step 1 of the guide)")
     volume = _volume(ctx)
     if volume["status"] != "in-use" or \
             server["id"] not in {a.get("server_id") for a in volume.get("attachments", [])}:

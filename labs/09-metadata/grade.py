@@ -26,10 +26,7 @@ def _url(ctx, service: str) -> str:
 
 
 def _server(ctx) -> dict:
-    server = ctx.require_server(ctx.names["server"], "boot it (step 2 of the guide)")
-    if server["status"] != "ACTIVE":
-        raise Fail(f"{server['name']} is {server['status']}"
-                   + (f": {server['fault']['message']}" if server.get("fault") else ""))
+    server = ctx.require_active(ctx.names["server"], "boot it (step 2 of the guide)")
     return server
 
 

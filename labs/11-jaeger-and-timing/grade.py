@@ -33,10 +33,7 @@ def _image(ctx) -> dict:
 
 def _booted(ctx, key: str) -> dict:
     name = ctx.names[key]
-    server = ctx.require_server(name, f"boot it from {ctx.names['image']}")
-    if server["status"] != "ACTIVE":
-        raise Fail(f"{name} is {server['status']}"
-                   + (f": {server['fault']['message']}" if server.get("fault") else ""))
+    server = ctx.require_active(name, f"boot it from {ctx.names['image']}")
     if (server.get("image") or {}).get("id") != _image(ctx)["id"]:
         raise Fail(f"{name} was not booted from {ctx.names['image']}")
     return server

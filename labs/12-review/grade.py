@@ -56,10 +56,8 @@ def _volume(ctx, server: dict) -> dict:
 
 @check("{server} is ACTIVE, booted from cirros with the flavor m1.tiny")
 def active_to_spec(ctx):
-    server = _server(ctx)
-    if server["status"] != "ACTIVE":
-        raise Fail(f"{server['name']} is {server['status']}"
-                   + (f": {server['fault']['message']}" if server.get("fault") else ""))
+    server = ctx.require_active(ctx.names["server"], "boot it to the spec (step 2 of the "
+                                "guide)")
     flavor = ctx.api.get("compute", f"/flavors/{server['flavor']['id']}")["flavor"]
     if flavor["name"] != FLAVOR:
         raise Fail(f"{server['name']} has the flavor {flavor['name']}; the spec says {FLAVOR}")

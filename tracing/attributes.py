@@ -122,6 +122,8 @@ NOVA_HOST = "nova.host"
 NOVA_INSTANCE_DISPLAY_NAME = "nova.instance.display_name"  # the user's name for the server
 # Nova's instance actions (os-instance-actions): the action a request started.
 NOVA_INSTANCE_ACTION = "nova.instance.action"
+# How many instances a create makes, once quota has had its say (min_count..max_count).
+NOVA_INSTANCE_COUNT = "nova.instance.count"
 # What a build was asked to do, recorded by nova-compute where it starts each part,
 # so a flow check knows which steps this boot implies (a boot without a volume
 # has no volume steps to miss): networks it got ports on (0: none asked for and

@@ -9,6 +9,7 @@ thread each, so the embedded cloud speaks real HTTP on loopback.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -16,7 +17,7 @@ from collections.abc import Callable
 
 from flask import Flask, g, jsonify, request
 from opentelemetry import trace
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.serving import make_server
 
 from novalab.reference.common import exception
@@ -32,6 +33,9 @@ GLOBAL_REQUEST_ID_FORMAT = re.compile(
     r"^req-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}$")
 # Nova answers with the id under its older name too (ComputeReqIdMiddleware).
 COMPUTE_REQUEST_ID_HEADER = "X-Compute-Request-Id"
+
+# oslo.middleware's sizelimit default (``[oslo_middleware] max_request_body_size``).
+MAX_REQUEST_BODY_BYTES = 114688
 
 # Nova's fault names (nova/api/openstack/wsgi.py, Fault._fault_names).
 FAULT_NAMES = {
@@ -98,11 +102,37 @@ def install_request_id(app: Flask, headers: tuple[str, ...] = (REQUEST_ID_HEADER
         return response
 
 
+def install_body_size_limit(app: Flask, max_bytes: int = MAX_REQUEST_BODY_BYTES) -> None:
+    """Refuse JSON bodies over ``max_bytes`` with a 413, before anything reads them.
+
+    oslo.middleware's ``RequestBodySizeLimiter`` does this for every OpenStack API
+    (``max_request_body_size``). Only JSON bodies are limited here: image data and
+    object uploads (``application/octet-stream``) are bounded by their own quotas.
+    """
+
+    @app.before_request
+    def _limit_json_body():
+        if "json" not in (request.mimetype or ""):
+            return
+        view = app.view_functions.get(request.endpoint)
+        if getattr(view, "raw_body_reason", None):
+            return  # object data that happens to be JSON: bounded by its own limits
+        if request.content_length is not None and request.content_length > max_bytes:
+            raise RequestEntityTooLarge(
+                f"Request is too large: {request.content_length} bytes, the limit is "
+                f"{max_bytes}.")
+        # A chunked body has no length: cap what Werkzeug will read of it.
+        request.max_content_length = max_bytes
+
+
 def install_common_handlers(app: Flask, fault=nova_fault,
                             request_id_headers: tuple[str, ...] = (REQUEST_ID_HEADER,),
-                            new_request_id: Callable[[], str] = generate_request_id) -> None:
-    """Request ids on every response; every error rendered as ``fault(code, message)``."""
+                            new_request_id: Callable[[], str] = generate_request_id,
+                            max_body_bytes: int = MAX_REQUEST_BODY_BYTES) -> None:
+    """Request ids on every response, JSON bodies bounded, every error rendered as
+    ``fault(code, message)``."""
     install_request_id(app, request_id_headers, new_request_id)
+    install_body_size_limit(app, max_body_bytes)
 
     @app.errorhandler(exception.NovaLabException)
     def _novalab_error(exc):
@@ -131,7 +161,18 @@ def json_body() -> dict:
         raise exception.Invalid(f"Malformed request body: {exc.__class__.__name__}") from exc
     if not isinstance(body, dict):
         raise exception.Invalid("Malformed request body: a JSON object is required.")
+    _require_utf8(body)
     return body
+
+
+def _require_utf8(body) -> None:
+    """Refuse lone surrogates (``"\\ud800"``): valid JSON, but no UTF-8 text has them,
+    so no database or log could store them."""
+    try:
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise exception.Invalid("Malformed request body: a string is not valid Unicode "
+                                "(a lone surrogate).") from exc
 
 
 class ServerThread:

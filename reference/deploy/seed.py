@@ -18,6 +18,10 @@ DEFAULT_PASSWORD = "novalab"
 USERS = {
     "admin": {"project": "admin", "roles": ["admin", "member", "reader"]},
     "demo": {"project": "demo", "roles": ["member", "reader"]},
+    # The other personas a shared cloud must keep apart: someone who may only
+    # look at demo's resources, and the member of a second project.
+    "reader": {"project": "demo", "roles": ["reader"]},
+    "alt_demo": {"project": "alt_demo", "roles": ["member", "reader"]},
     "nova": {"project": "service", "roles": ["service"]},
     "glance": {"project": "service", "roles": ["service"]},
     "neutron": {"project": "service", "roles": ["service"]},
@@ -69,10 +73,29 @@ def seed_flavors(db: Database) -> None:
         db_api.flavor_create(db, dict(flavor))
 
 
+def _admin_project_id(db: Database) -> str | None:
+    """The admin project's id, as ``openstack image create`` by admin records it as owner.
+
+    Read from keystone's table (seeding is deployment work, as DevStack runs with
+    admin credentials); None if keystone has not been seeded in this database.
+    """
+    from sqlalchemy import select
+
+    from novalab.reference.keystone.models import Project
+
+    with db.session() as session:
+        return session.scalars(select(Project.id).where(Project.name == "admin")).first()
+
+
 def seed_images(repo: ImageRepo) -> dict:
-    """Register and upload ``cirros`` once, as an admin would with ``image create``."""
+    """Register and upload ``cirros`` once, as admin would with ``image create --public``:
+    the image belongs to the admin project, so only admins may change or delete it."""
+    owner = _admin_project_id(repo.db)
     existing = repo.find_by_name(CIRROS["name"])
+    if existing and owner and existing["owner"] is None:
+        repo.set_owner(existing["id"], owner)   # seeded before images had an owner
+        existing["owner"] = owner
     if existing and existing["status"] == "active":
         return existing
-    image = existing or repo.create(**CIRROS)
+    image = existing or repo.create(owner=owner, **CIRROS)
     return repo.upload(get_admin_context(), image["id"], cirros_bytes())

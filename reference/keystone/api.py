@@ -1,4 +1,5 @@
-"""Keystone's v3 API in small: version discovery and ``/v3/auth/tokens``.
+"""Keystone's v3 API in small: version discovery, ``/v3/auth/tokens``, and the
+users, projects and grants of :mod:`identity_api`.
 
 ``POST`` authenticates (password method, optional project scope) and returns the
 token in ``X-Subject-Token`` with the body in the response; ``GET`` lets a service
@@ -10,9 +11,11 @@ from __future__ import annotations
 
 from flask import Flask, jsonify, request
 
-from novalab.reference.common import exception
+from novalab.reference.common import exception, validation
 from novalab.reference.common.wsgi import install_common_handlers, json_body, keystone_fault
+from novalab.reference.keystone import identity_api, schemas
 from novalab.reference.keystone.core import Keystone
+from novalab.reference.keystone.identity import IdentityAdmin
 from novalab.tracing.http import instrument_flask
 
 VERSION = {
@@ -47,23 +50,23 @@ def create_app(keystone: Keystone, tracer_provider=None) -> Flask:
         return jsonify({"version": version_doc()})
 
     @app.post("/v3/auth/tokens")
+    @validation.schema(schemas.authenticate)
     def issue_token():
-        body = json_body()
-        auth = body.get("auth")
-        if not isinstance(auth, dict) or not isinstance(auth.get("identity"), dict):
-            raise exception.ValidationError(detail="'auth' with an 'identity' is required.")
+        auth = json_body()["auth"]
         identity = auth["identity"]
-        methods = identity.get("methods") or []
-        if "password" not in methods:
+        if "password" not in identity["methods"]:
             raise exception.NotAuthorized("Only the 'password' method is supported.")
-        user_ref = (identity.get("password") or {}).get("user") or {}
-        if "password" not in user_ref:
-            raise exception.ValidationError(detail="'password' is required for the user.")
+        if "password" not in identity:
+            raise exception.ValidationError(detail="'password' is required for the method.")
+        user_ref = identity["password"]["user"]
+        if not user_ref.get("id") and not user_ref.get("name"):
+            raise exception.ValidationError(detail="The user needs an 'id' or a 'name'.")
         user = keystone.authenticate(user_ref, user_ref["password"])
         project = None
-        scope = auth.get("scope")
-        if isinstance(scope, dict) and "project" in scope:
-            project = keystone.find_project(scope["project"])
+        if "project" in auth.get("scope", {}):
+            if not auth["scope"]["project"].get("id") and not auth["scope"]["project"].get("name"):
+                raise exception.ValidationError(detail="The project needs an 'id' or a 'name'.")
+            project = keystone.find_project(auth["scope"]["project"])
         token_id, token = keystone.issue_token(user, ["password"], project)
         response = jsonify({"token": token})
         response.status_code = 201
@@ -109,4 +112,5 @@ def create_app(keystone: Keystone, tracer_provider=None) -> Flask:
         project = caller.get("project") or {}
         return jsonify({"catalog": keystone.catalog(project.get("id"))})
 
+    identity_api.register(app, IdentityAdmin(keystone.db), _caller_token)
     return app

@@ -28,6 +28,8 @@ from novalab.reference.keystone.models import (
 from novalab.tracing.spans import upstream
 
 TOKEN_TTL = timedelta(hours=1)
+# The role implications ``keystone-manage bootstrap`` creates, in order of use.
+IMPLIED_ROLES = (("admin", "member"), ("member", "reader"))
 _PBKDF2_ROUNDS = 20000
 
 
@@ -97,11 +99,23 @@ class Keystone:
             return {"id": project.id, "name": project.name, "domain_id": project.domain_id}
 
     def roles_for(self, user_id: str, project_id: str) -> list[dict]:
+        """The user's roles on the project, with the roles they imply.
+
+        ``keystone-manage bootstrap`` makes ``admin`` imply ``member`` and ``member``
+        imply ``reader``, and a token lists the implied roles too: a user granted
+        only ``member`` may still do what readers may.
+        """
         with self.db.session() as session:
             query = (select(Role).join(Assignment, Assignment.role_id == Role.id)
-                     .where(Assignment.user_id == user_id, Assignment.project_id == project_id)
-                     .order_by(Role.name))
-            return [{"id": r.id, "name": r.name} for r in session.scalars(query)]
+                     .where(Assignment.user_id == user_id, Assignment.project_id == project_id))
+            names = {r.name for r in session.scalars(query)}
+            implied = set(names)
+            for role, implies in IMPLIED_ROLES:
+                if role in implied:
+                    implied.add(implies)
+            rows = session.scalars(select(Role).where(Role.name.in_(implied))
+                                   .order_by(Role.name))
+            return [{"id": r.id, "name": r.name} for r in rows]
 
     # Tokens -------------------------------------------------------------------------------
 
@@ -133,6 +147,11 @@ class Keystone:
                 raise exception.NotFound(f"Could not find token: {token_id[:8]}...")
             user = session.get(User, record.user_id)
             project = session.get(Project, record.project_id) if record.project_id else None
+            # A token dies with its user's or project's being disabled or deleted, even
+            # if it was issued before (upstream: revocation events on disable/delete).
+            if user is None or not user.enabled or (
+                    record.project_id and (project is None or not project.enabled)):
+                raise exception.NotFound(f"Could not find token: {token_id[:8]}...")
             user_d = {"id": user.id, "name": user.name, "domain_id": user.domain_id}
             project_d = ({"id": project.id, "name": project.name, "domain_id": project.domain_id}
                          if project else None)
@@ -198,22 +217,30 @@ class Keystone:
     # Bootstrap ----------------------------------------------------------------------------
 
     def bootstrap(self, users: dict[str, dict]) -> None:
-        """Seed roles, projects and users (``keystone-manage bootstrap``), once."""
+        """Seed roles, projects and users (``keystone-manage bootstrap``).
+
+        Idempotent by name: a state dir made by an older novalab gains the users
+        and projects added since, and nothing it has is changed.
+        """
         with self.db.session() as session:
-            if session.scalars(select(Role)).first() is not None:
-                return
-            roles = {name: Role(id=uuid.uuid4().hex, name=name)
-                     for name in ("admin", "member", "reader", "service")}
-            session.add_all(roles.values())
-            projects = {}
+            roles = {r.name: r for r in session.scalars(select(Role))}
+            for name in ("admin", "member", "reader", "service"):
+                if name not in roles:
+                    roles[name] = Role(id=uuid.uuid4().hex, name=name)
+                    session.add(roles[name])
+            projects = {p.name: p for p in session.scalars(
+                select(Project).where(Project.domain_id == "default"))}
             for spec in users.values():
                 name = spec["project"]
                 if name not in projects:
                     projects[name] = Project(id=uuid.uuid4().hex, name=name,
                                              description=f"novalab {name} project")
-            session.add_all(projects.values())
+                    session.add(projects[name])
             session.flush()
+            existing = set(session.scalars(select(User.name).where(User.domain_id == "default")))
             for user_name, spec in users.items():
+                if user_name in existing:
+                    continue
                 project = projects[spec["project"]]
                 user = User(id=uuid.uuid4().hex, name=user_name,
                             password_hash=hash_password(spec["password"]),

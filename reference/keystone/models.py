@@ -35,6 +35,8 @@ class User(Base):
     password_hash: Mapped[str] = mapped_column(String(255))
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     default_project_id: Mapped[str | None] = mapped_column(String(64))
+    # Keystone's free-form attributes that novalab keeps: description and email.
+    extra: Mapped[dict | None] = mapped_column(JSON, default=dict)
 
 
 class Role(Base):

@@ -1,0 +1,36 @@
+"""Keystone's default policies (``keystone/common/policies/*.py``), compacted.
+
+Admins manage users, projects and grants; a user may read itself and list its
+own projects; a member or reader may read the project its token is scoped to.
+Upstream distinguishes system, domain and project scope; novalab has one
+domain and no system scope, so "system admin" reads here as ``role:admin``.
+"""
+
+from __future__ import annotations
+
+from novalab.reference.common import policy
+
+SELF_OR_ADMIN = f"{policy.ADMIN} or user_id:%(user_id)s"
+OWN_PROJECT_OR_ADMIN = f"{policy.ADMIN} or project_id:%(project_id)s"
+
+RULES = {
+    "identity:get_user": SELF_OR_ADMIN,
+    "identity:list_users": policy.ADMIN,
+    "identity:create_user": policy.ADMIN,
+    "identity:update_user": policy.ADMIN,
+    "identity:delete_user": policy.ADMIN,
+    "identity:list_user_projects": SELF_OR_ADMIN,
+    "identity:get_project": OWN_PROJECT_OR_ADMIN,
+    "identity:list_projects": policy.ADMIN,
+    "identity:create_project": policy.ADMIN,
+    "identity:update_project": policy.ADMIN,
+    "identity:delete_project": policy.ADMIN,
+    "identity:get_role": policy.ADMIN,
+    "identity:list_roles": policy.ADMIN,
+    "identity:create_grant": policy.ADMIN,
+    "identity:check_grant": policy.ADMIN,
+    "identity:revoke_grant": policy.ADMIN,
+    "identity:list_role_assignments": policy.ADMIN,
+}
+
+ENFORCER = policy.Enforcer(RULES)

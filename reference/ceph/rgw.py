@@ -55,7 +55,7 @@ from werkzeug.http import http_date
 
 from novalab.reference.ceph import errors
 from novalab.reference.ceph.rados import Rados
-from novalab.reference.common import exception
+from novalab.reference.common import exception, validation
 from novalab.reference.common.faults import NO_FAULTS
 from novalab.reference.common.wsgi import REQUEST_ID_HEADER, install_common_handlers
 from novalab.reference.keystone.middleware import AuthProtocol
@@ -437,6 +437,7 @@ def create_app(gateway: Gateway, auth: AuthProtocol, tracer_provider=None) -> Fl
         return _listing(containers, headers)
 
     @app.route("/swift/v1/<container>", methods=["PUT"])
+    @validation.raw_body("Swift reads a container PUT's headers; its body is ignored")
     def create_container(container):
         _check_name(container, MAX_CONTAINER_NAME, "Container")
         created = gateway.create_container(container, g.context.project_id)
@@ -460,6 +461,7 @@ def create_app(gateway: Gateway, auth: AuthProtocol, tracer_provider=None) -> Fl
         return Response(status=204)
 
     @app.route("/swift/v1/<container>/<path:obj>", methods=["PUT"])
+    @validation.raw_body("object data: any bytes, bounded by MAX_FILE_SIZE")
     def put_object(container, obj):
         _check_name(obj, MAX_OBJECT_NAME, "Object")
         if request.content_length is not None and request.content_length > MAX_FILE_SIZE:

@@ -2,16 +2,20 @@
 
 ``POST /v2/images`` registers a record, ``PUT /v2/images/{id}/file`` uploads the
 bytes to the store, ``GET .../file`` streams them back with ``Content-MD5``.
-Unknown or invisible images are 404.
+Unknown or invisible images are 404; a create body is checked against the image
+schema before anything else; image data streams into the store, bounded by the
+project's quota and ``image_size_cap``.
 """
 
 from __future__ import annotations
 
 from flask import Flask, Response, g, jsonify, request
 
-from novalab.reference.common import exception
+from novalab.reference.common import exception, validation
 from novalab.reference.common.wsgi import install_common_handlers, json_body, keystone_fault
+from novalab.reference.glance import schemas
 from novalab.reference.glance.core import ImageRepo
+from novalab.reference.glance.store import CHUNK
 from novalab.reference.keystone.middleware import AuthProtocol
 from novalab.tracing.http import instrument_flask
 
@@ -57,6 +61,7 @@ def create_app(repo: ImageRepo, auth: AuthProtocol, tracer_provider=None) -> Fla
         return jsonify(repo.get(g.context, image_id))
 
     @app.post("/v2/images")
+    @validation.schema(schemas.IMAGE_CREATE)
     def create():
         image = repo.create_from_request(g.context, json_body())
         response = jsonify(image)
@@ -65,11 +70,13 @@ def create_app(repo: ImageRepo, auth: AuthProtocol, tracer_provider=None) -> Fla
         return response
 
     @app.put("/v2/images/<image_id>/file")
+    @validation.raw_body("image data: application/octet-stream, bounded by quota and "
+                         "image_size_cap")
     def upload(image_id):
         content_type = request.headers.get("Content-Type", "application/octet-stream")
         if content_type.split(";")[0].strip() != "application/octet-stream":
             raise _unsupported(content_type)
-        repo.upload(g.context, image_id, request.get_data())
+        repo.upload(g.context, image_id, _chunks(request.stream), request.content_length)
         return "", 204
 
     @app.get("/v2/images/<image_id>/file")
@@ -87,6 +94,12 @@ def create_app(repo: ImageRepo, auth: AuthProtocol, tracer_provider=None) -> Fla
         return "", 204
 
     return app
+
+
+def _chunks(stream):
+    """The request body as it arrives, a chunk at a time (never read whole)."""
+    while chunk := stream.read(CHUNK):
+        yield chunk
 
 
 class UnsupportedMediaType(exception.NovaLabException):

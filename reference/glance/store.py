@@ -4,20 +4,33 @@ A store takes the bytes of an upload and returns where it put them (a location
 URL) with the size and checksums Glance records: ``checksum`` (MD5, the legacy
 field) and the multihash ``os_hash_algo``/``os_hash_value`` (SHA-512), which a
 consumer such as nova-compute verifies after download.
+
+An upload is *staged* first (:func:`stage`): read in chunks, hashed as it
+streams, spooled to a temporary file past a few MiB, and cut off with a 413 the
+moment it passes what the caller may store. A store then copies the staged
+bytes. A store names an object only after the image's parsed UUID
+(:func:`object_name`), never after a string a client sent, so no id can reach
+another image's object (an id ``<victim>#x`` would have been ``<victim>`` in a
+URL, and ``../x`` another file).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+import tempfile
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
+from typing import BinaryIO
+from urllib.parse import quote, urlparse
 
 from novalab.reference.common import exception
 
 HASH_ALGO = "sha512"
+CHUNK = 64 * 1024
+SPOOL_IN_MEMORY = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -34,6 +47,67 @@ def fingerprint(data: bytes) -> tuple[str, str]:
         hashlib.new(HASH_ALGO, data).hexdigest()
 
 
+def object_name(image_id) -> str:
+    """The store's name for an image: its id parsed as a UUID, in canonical form.
+
+    ``ValueError`` for anything that is not a UUID (a path, a URL fragment).
+    """
+    if isinstance(image_id, uuid.UUID):
+        return str(image_id)
+    if not isinstance(image_id, str) or len(image_id) != 36:
+        raise ValueError(f"not an image id: {image_id!r}")
+    return str(uuid.UUID(image_id))
+
+
+@dataclass
+class Staged:
+    """An upload read to its end: where its bytes wait, its size and checksums."""
+
+    file: BinaryIO
+    size: int
+    checksum: str
+    os_hash_value: str
+
+    def chunks(self) -> Iterator[bytes]:
+        self.file.seek(0)
+        while chunk := self.file.read(CHUNK):
+            yield chunk
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def stage(data: bytes | Iterable[bytes], limit: int | None = None,
+          too_big: Callable[[int], Exception] | None = None) -> Staged:
+    """Read ``data`` (bytes or chunks) into a spooled file, hashing as it goes.
+
+    Past ``limit`` bytes, reading stops and ``too_big(limit)`` is raised: an
+    upload is never held whole in memory, nor read further than it may go.
+    """
+    chunks = [data] if isinstance(data, (bytes, bytearray)) else data
+    md5 = hashlib.md5(usedforsecurity=False)
+    sha = hashlib.new(HASH_ALGO)
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)
+    size = 0
+    try:
+        for chunk in chunks:
+            size += len(chunk)
+            if limit is not None and size > limit:
+                raise (too_big(limit) if too_big else
+                       exception.Invalid(f"Image data is larger than {limit} bytes."))
+            md5.update(chunk)
+            sha.update(chunk)
+            spool.write(chunk)
+    except BaseException:
+        spool.close()
+        raise
+    return Staged(spool, size, md5.hexdigest(), sha.hexdigest())
+
+
+def _staged(data) -> Staged:
+    return data if isinstance(data, Staged) else stage(data)
+
+
 class FileStore:
     """glance_store's ``file`` backend: one file per image under a directory."""
 
@@ -43,26 +117,38 @@ class FileStore:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
 
-    def add(self, image_id: str, data: bytes) -> Stored:
-        path = self.root / image_id
+    def add(self, image_id: str, data) -> Stored:
+        name = object_name(image_id)
+        path = self.root / name
         if path.exists():
-            raise exception.Conflict(f"Image storage media is full or the image {image_id} "
+            raise exception.Conflict(f"Image storage media is full or the image {name} "
                                      "already has data.")
+        staged = _staged(data)
         tmp = path.with_suffix(".part")
-        tmp.write_bytes(data)
+        with tmp.open("wb") as out:
+            for chunk in staged.chunks():
+                out.write(chunk)
         tmp.replace(path)
-        md5, sha512 = fingerprint(data)
-        return Stored(path.as_uri(), len(data), md5, sha512)
+        return Stored(path.as_uri(), staged.size, staged.checksum, staged.os_hash_value)
+
+    def _path(self, location: str) -> Path:
+        """The file of a ``file://`` location, only if it is one of this store's images."""
+        path = Path(urlparse(location).path)
+        if path.parent != self.root:
+            raise exception.NotFound(f"Image data not found at {location}")
+        return self.root / object_name(path.name)
 
     def get(self, location: str) -> bytes:
-        path = Path(urlparse(location).path)
         try:
-            return path.read_bytes()
-        except FileNotFoundError as exc:
+            return self._path(location).read_bytes()
+        except (FileNotFoundError, ValueError) as exc:
             raise exception.NotFound(f"Image data not found at {location}") from exc
 
     def delete(self, location: str) -> None:
-        Path(urlparse(location).path).unlink(missing_ok=True)
+        try:
+            self._path(location).unlink(missing_ok=True)
+        except (ValueError, exception.NotFound):
+            pass
 
 
 class RgwStore:
@@ -84,7 +170,7 @@ class RgwStore:
         self._container_ready = False
 
     def _url(self, image_id: str) -> str:
-        return f"{self.endpoint}/swift/v1/{self.container}/{image_id}"
+        return f"{self.endpoint}/swift/v1/{self.container}/{quote(object_name(image_id), safe='')}"
 
     def _headers(self) -> dict[str, str]:
         return {"X-Auth-Token": self.token()}
@@ -98,16 +184,19 @@ class RgwStore:
                     f"rgw refused container {self.container}: {response.status_code}")
             self._container_ready = True
 
-    def add(self, image_id: str, data: bytes) -> Stored:
+    def add(self, image_id: str, data) -> Stored:
+        name = object_name(image_id)
         self._ensure_container()
-        md5, sha512 = fingerprint(data)
-        response = self.http.put(self._url(image_id), content=data,
-                                 headers={**self._headers(), "ETag": md5,
+        staged = _staged(data)
+        response = self.http.put(self._url(name), content=staged.chunks(),
+                                 headers={**self._headers(), "ETag": staged.checksum,
+                                          "Content-Length": str(staged.size),
                                           "Content-Type": "application/octet-stream"})
         if response.status_code != 201:
             raise exception.NovaLabException(
-                f"rgw refused image {image_id}: {response.status_code} {response.text[:200]}")
-        return Stored(f"rgw://{self.container}/{image_id}", len(data), md5, sha512)
+                f"rgw refused image {name}: {response.status_code} {response.text[:200]}")
+        return Stored(f"rgw://{self.container}/{name}", staged.size, staged.checksum,
+                      staged.os_hash_value)
 
     def get(self, location: str) -> bytes:
         response = self.http.get(self._url(location_object(location)), headers=self._headers())
@@ -131,4 +220,7 @@ def location_object(location: str) -> str:
     parsed = urlparse(location)
     if parsed.scheme != "rgw":
         raise exception.Invalid(f"not an rgw location: {location}")
-    return parsed.path.lstrip("/")
+    try:
+        return object_name(parsed.path.lstrip("/"))
+    except ValueError as exc:
+        raise exception.Invalid(f"not an image object: {location}") from exc

@@ -1,4 +1,5 @@
-"""cinder-api's WSGI application: versions, volumes, attachments and messages behind auth.
+"""cinder-api's WSGI application: versions, volumes, attachments, messages, quota sets and
+limits behind auth.
 
 Every request but the version list at ``/`` passes keystonemiddleware first
 (the Wiring's :class:`AuthProtocol`): the first request with a given token
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from flask import Flask, g, request
 
-from novalab.reference.cinder.api import attachments, messages, versions, volumes
+from novalab.reference.cinder.api import attachments, messages, quota_sets, versions, volumes
 from novalab.reference.common import exception
 from novalab.reference.common.db import Database
 from novalab.reference.common.wsgi import install_common_handlers
@@ -39,4 +40,5 @@ def create_app(db: Database, volume_api, auth: AuthProtocol, tracer,
     volumes.register(app, volumes.VolumeController(volume_api, tracer))
     attachments.register(app, attachments.AttachmentsController(db, volume_api, tracer))
     messages.register(app, messages.MessagesController(db, tracer))
+    quota_sets.register(app, quota_sets.QuotaSetsController(volume_api.quotas, tracer))
     return app

@@ -17,6 +17,7 @@ from novalab.reference.cinder import exception, policy
 from novalab.reference.cinder.api import schemas, versions, views
 from novalab.reference.cinder.db import api as db_api
 from novalab.reference.common import exception as common_exception
+from novalab.reference.common import validation
 from novalab.reference.common.wsgi import json_body
 from novalab.tracing.spans import upstream
 
@@ -60,7 +61,6 @@ class AttachmentsController:
     @upstream(PATH, "AttachmentsController.create")
     def create(self, body: dict) -> dict:
         versions.require(versions.NEW_ATTACH)
-        schemas.validate(schemas.ATTACHMENT_CREATE, body)
         spec = body["attachment"]
         volume = self.volume_api.get(g.context, spec["volume_uuid"])
         try:
@@ -76,7 +76,6 @@ class AttachmentsController:
     @upstream(PATH, "AttachmentsController.update")
     def update(self, attachment_id: str, body: dict) -> dict:
         versions.require(versions.NEW_ATTACH)
-        schemas.validate(schemas.ATTACHMENT_UPDATE, body)
         attachment = self._get(attachment_id)
         try:
             attachment = self.volume_api.attachment_update(g.context, attachment,
@@ -99,7 +98,6 @@ class AttachmentsController:
     def complete(self, attachment_id: str, body: dict) -> None:
         """The guest has the volume: attachment attached, volume in-use."""
         versions.require(versions.NEW_ATTACH_COMPLETION)
-        schemas.validate(schemas.ATTACHMENT_COMPLETE, body)
         attachment = self._get(attachment_id)
         volume = self.volume_api.get(g.context, attachment["volume_id"])
         policy.authorize(g.context, "volume:attachment_complete", volume)
@@ -113,6 +111,7 @@ def register(app: Flask, controller: AttachmentsController) -> None:
     prefix = "/v3/<project_id>/attachments"
 
     @app.post(prefix)
+    @validation.schema(schemas.ATTACHMENT_CREATE)
     def create_attachment(project_id):
         return jsonify(controller.create(json_body()))
 
@@ -131,6 +130,7 @@ def register(app: Flask, controller: AttachmentsController) -> None:
         return jsonify(controller.show(attachment_id))
 
     @app.put(f"{prefix}/<attachment_id>")
+    @validation.schema(schemas.ATTACHMENT_UPDATE)
     def update_attachment(project_id, attachment_id):
         return jsonify(controller.update(attachment_id, json_body()))
 
@@ -139,6 +139,7 @@ def register(app: Flask, controller: AttachmentsController) -> None:
         return jsonify(controller.delete(attachment_id))
 
     @app.post(f"{prefix}/<attachment_id>/action")
+    @validation.schema(schemas.ATTACHMENT_ACTION)
     def attachment_action(project_id, attachment_id):
         body = json_body()
         if "os-complete" not in body:

@@ -12,6 +12,7 @@ from flask import Flask, g, jsonify, request
 from novalab.reference.cinder import exception
 from novalab.reference.cinder.api import schemas, versions, views
 from novalab.reference.common import exception as common_exception
+from novalab.reference.common import validation
 from novalab.reference.common.wsgi import json_body
 from novalab.tracing.spans import upstream
 
@@ -42,7 +43,6 @@ class VolumeController:
 
     @upstream(PATH, "VolumeController.create")
     def create(self, body: dict):
-        schemas.validate(schemas.VOLUME_CREATE, body)
         volume = dict(body["volume"])
         if volume.get("multiattach") not in (None, False, "false", "False"):
             raise common_exception.Invalid(
@@ -102,6 +102,7 @@ def register(app: Flask, controller: VolumeController) -> None:
     prefix = "/v3/<project_id>/volumes"
 
     @app.post(prefix)
+    @validation.schema(schemas.VOLUME_CREATE)
     def create_volume(project_id):
         response = jsonify(controller.create(json_body()))
         response.status_code = 202

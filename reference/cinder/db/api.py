@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from novalab.reference.cinder import exception
 from novalab.reference.cinder.db.models import (
@@ -310,3 +310,14 @@ def message_destroy(db: Database, message_id: str, context: RequestContext) -> N
     message_get(db, message_id, context)
     with db.session() as session:
         session.execute(update(Message).where(Message.id == message_id).values(deleted=True))
+
+
+# Quotas -------------------------------------------------------------------------------
+
+def volume_data_get_for_project(db: Database, project_id: str) -> tuple[int, int]:
+    """(volumes, gigabytes) the project's live volumes use: what its quota counts."""
+    query = select(func.count(Volume.id), func.coalesce(func.sum(Volume.size), 0)).where(
+        Volume.project_id == project_id, Volume.deleted.is_(False))
+    with db.session() as session:
+        count, gigabytes = session.execute(query).one()
+        return int(count), int(gigabytes)

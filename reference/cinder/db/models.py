@@ -15,10 +15,20 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String, Text
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from novalab.reference.common.db import Base, utcnow
+from novalab.reference.common.quota import QuotaLimitColumns
 
 
 class CinderBase:
@@ -105,3 +115,11 @@ class Message(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     expires_at: Mapped[datetime | None] = mapped_column(DateTime)
     deleted: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Quota(QuotaLimitColumns, Base):
+    """A project's own limit for one resource (``volumes``, ``gigabytes``)."""
+
+    __tablename__ = "cinder_quotas"
+    __table_args__ = (UniqueConstraint("project_id", "resource",
+                                       name="uniq_cinder_quotas0project_id0resource"),)

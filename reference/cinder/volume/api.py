@@ -24,7 +24,7 @@ import math
 
 from opentelemetry import trace
 
-from novalab.reference.cinder import exception, policy
+from novalab.reference.cinder import exception, policy, quota
 from novalab.reference.cinder.db import api as db_api
 from novalab.reference.common.context import RequestContext
 from novalab.reference.common.db import Database
@@ -78,6 +78,7 @@ class API:
         self.image_service = image_service
         self.volume_rpcapi = volume_rpcapi
         self.tracer = tracer
+        self.quotas = quota.engine(db)
 
     # Volumes ----------------------------------------------------------------------------
 
@@ -120,6 +121,11 @@ class API:
         if availability_zone not in (None, AVAILABILITY_ZONE):
             raise exception.InvalidInput(
                 reason=f"Availability zone '{availability_zone}' is invalid.")
+        # Quota before any work (upstream's QuotaReserveTask), rechecked once the row
+        # counts: of two creates checked at one moment, the one over the limit undoes itself.
+        deltas = {"volumes": 1, "gigabytes": size}
+        quota.check_volume_size(self.quotas, context.project_id, size)
+        self.quotas.check_deltas(context.project_id, deltas)
         image = self._check_image(context, image_id, size) if image_id is not None else None
         volume = db_api.volume_create(self.db, {
             "user_id": context.user_id, "project_id": context.project_id, "size": size,
@@ -127,6 +133,11 @@ class API:
             "display_name": name, "display_description": description,
             "volume_type": DEFAULT_VOLUME_TYPE, "metadata": metadata,
             "availability_zone": AVAILABILITY_ZONE})
+        try:
+            self.quotas.recheck(context.project_id, deltas)
+        except Exception:
+            db_api.volume_destroy(self.db, volume["id"])
+            raise
         trace.get_current_span().set_attribute(attr.CINDER_VOLUME_ID, volume["id"])
         request_spec = {"volume_properties": {"size": size, "project_id": context.project_id},
                         "image_id": image_id, "image_meta": image}

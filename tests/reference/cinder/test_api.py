@@ -54,7 +54,19 @@ def test_project_in_url_must_be_the_tokens(env, demo, admin):
     ({"volume": {}}, "must be an integer and greater than 0"),
     ({"volume": {"size": 1, "multiattach": True}}, "multiattach parameter has been removed"),
     ({"volume": {"size": 1, "availability_zone": "elsewhere"}}, "Availability zone"),
-    ({"volume": {"size": 1, "imageRef": "no-such-image"}}, "Invalid image identifier"),
+    ({"volume": {"size": 1, "imageRef": "no-such-image"}}, "imageRef"),
+    ({"volume": {"size": 1, "imageRef": "5b6f6c1a-1d1b-4d7e-9a51-2a3bbd6c4a12"}},
+     "Invalid image identifier"),
+    ({"volume": {"size": 2**31}}, "size"),
+    ({"volume": {"size": 1, "name": "n" * 256}}, "name"),
+    ({"volume": {"size": 1, "name": {"a": 1}}}, "name"),
+    ({"volume": {"size": 1, "description": "d" * 256}}, "description"),
+    ({"volume": {"size": 1, "metadata": {"k": 5}}}, "field/attribute k."),
+    ({"volume": {"size": 1, "metadata": {"k" * 256: "v"}}}, "metadata"),
+    ({"volume": {"size": 1, "volume_type": "t" * 256}}, "volume_type"),
+    ({"volume": {"size": 1, "availability_zone": 5}}, "availability_zone"),
+    ({"volume": []}, "volume"),
+    ({"volume": {"size": 1, "name": "nul\u0000"}}, "name"),
     ({"volume": {"size": 1, "snapshot_id": "5b6f6c1a-1d1b-4d7e-9a51-2a3bbd6c4a11"}},
      "snapshot_id is not supported"),
     ({"volume": {"size": 1}, "extra": 1}, "Additional properties are not allowed"),
@@ -143,3 +155,31 @@ def test_reader_cannot_create(env, demo):
     assert not policy.check(reader, "volume:attachment_create")
     other = RequestContext(user_id="u", project_id="elsewhere", roles=["member"])
     assert not policy.check(other, "volume:delete", {"project_id": demo.project_id})
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/attachments", {"attachment": {"volume_uuid": "not-a-uuid"}}),
+    ("/attachments", {"attachment": {"volume_uuid": "5b6f6c1a-1d1b-4d7e-9a51-2a3bbd6c4a11",
+                                     "connector": "host"}}),
+    ("/attachments", {"attachment": {"volume_uuid": "5b6f6c1a-1d1b-4d7e-9a51-2a3bbd6c4a11",
+                                     "mode": "rw", "extra": 1}}),
+    ("/attachments", []),
+])
+def test_bad_attachment_bodies_are_400(demo, path, body):
+    response = demo.request("POST", path, json=body, version="3.44")
+    assert response.status_code == 400, response.text
+    assert response.json()["badRequest"]["code"] == 400
+
+
+def test_every_body_route_has_a_schema(env):
+    from novalab.reference.cinder.api.app import create_app
+    from novalab.reference.common import validation
+
+    class NoAuth:
+        def install(self, app, public_paths=()):
+            pass
+
+    app = create_app(env.w.database("cinder-api"), env.volume_api, NoAuth(), env.tracer())
+    routes = validation.routes_with_schemas(app)
+    assert ("POST", "/v3/<project_id>/volumes") in {(m, r) for m, r, _ in routes}
+    assert [r for r in routes if r[2] is None] == []

@@ -14,6 +14,7 @@ from novalab.reference.keystone.middleware import AuthProtocol
 from novalab.reference.nova.api import (
     flavors,
     instance_actions,
+    quota_sets,
     server_external_events,
     servers,
     versions,
@@ -40,4 +41,5 @@ def create_app(db: Database, compute_api: ComputeAPI, auth: AuthProtocol, tracer
         compute_api, InstanceActionAPI(db, tracer), tracer))
     server_external_events.register(
         app, server_external_events.ServerExternalEventsController(db, compute_api, tracer))
+    quota_sets.register(app, compute_api.quotas, tracer)
     return app

@@ -244,10 +244,11 @@ class InstanceMetadata:
 class MetadataRequestHandler:
     """The WSGI handler (``nova.api.metadata.handler.MetadataRequestHandler``)."""
 
-    def __init__(self, db: Database, network_api, tracer):
+    def __init__(self, db: Database, network_api, tracer, secret: str):
         self.db = db
         self.network_api = network_api
         self.tracer = tracer
+        self.secret = secret
 
     def __call__(self, path: str = "") -> Response:
         if posixpath.normpath("/" + path) == "/":
@@ -294,7 +295,7 @@ class MetadataRequestHandler:
     @upstream(HANDLER, "MetadataRequestHandler._validate_shared_secret")
     def _validate_shared_secret(self, requestor_id: str, signature: str,
                                 requestor_address: str | None) -> None:
-        expected = sign_instance_id(requestor_id)
+        expected = sign_instance_id(requestor_id, self.secret)
         if not signature or not hmac.compare_digest(expected, signature):
             LOG.warning("X-Instance-ID-Signature: %s does not match the expected signature "
                         "for id: %s. Request From: %s", signature, requestor_id,
@@ -323,12 +324,16 @@ class _HTTPError(Exception):
         self.response = response
 
 
-def create_app(db: Database, network_api, tracer, tracer_provider=None) -> Flask:
-    """The nova-api-metadata WSGI app; ``network_api`` may be None (no network_data)."""
+def create_app(db: Database, network_api, tracer, secret: str, tracer_provider=None) -> Flask:
+    """The nova-api-metadata WSGI app; ``network_api`` may be None (no network_data).
+
+    ``secret`` is the deployment's ``metadata_proxy_shared_secret``: a request
+    whose ``X-Instance-ID-Signature`` is not the HMAC of its instance id under it
+    is a 403."""
     app = Flask("nova-api-metadata")
     if tracer_provider is not None:
         instrument_flask(app, tracer_provider)
-    handler = MetadataRequestHandler(db, network_api, tracer)
+    handler = MetadataRequestHandler(db, network_api, tracer, secret)
     app.add_url_rule("/", "root", handler, methods=["GET", "HEAD"])
     app.add_url_rule("/<path:path>", "metadata", handler, methods=["GET", "HEAD"])
 

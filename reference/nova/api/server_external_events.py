@@ -12,18 +12,14 @@ from __future__ import annotations
 
 from flask import g, jsonify
 
-from novalab.reference.common import exception
+from novalab.reference.common import exception, validation
 from novalab.reference.common.db import Database
 from novalab.reference.common.wsgi import json_body
 from novalab.reference.nova import policy
+from novalab.reference.nova.api.schemas import server_external_events as schema
 from novalab.reference.nova.compute.api import API as ComputeAPI
 from novalab.reference.nova.db import api as db_api
 from novalab.tracing.spans import upstream
-
-EVENT_NAMES = {"network-changed", "network-vif-plugged", "network-vif-unplugged",
-               "network-vif-deleted", "volume-extended", "power-update",
-               "accelerator-request-bound", "volume-reimaged"}
-STATUSES = {"failed", "completed", "in-progress"}
 
 
 class ServerExternalEventsController:
@@ -37,21 +33,10 @@ class ServerExternalEventsController:
     def create(self):
         context = g.context
         policy.authorize(context, "os_compute_api:os-server-external-events:create")
-        body = json_body()
-        events = body.get("events")
-        if not isinstance(events, list) or not events:
-            raise exception.ValidationError(detail="'events' must be a non-empty list")
+        events = json_body()["events"]  # checked against schema.create
         accepted, instances, results = [], {}, []
         for event in events:
-            if not isinstance(event, dict) or event.get("name") not in EVENT_NAMES or \
-                    not event.get("server_uuid"):
-                raise exception.ValidationError(
-                    detail=f"Invalid event {event!r}: name must be one of "
-                           f"{sorted(EVENT_NAMES)} and server_uuid is required")
-            status = event.get("status", "completed")
-            if status not in STATUSES:
-                raise exception.ValidationError(detail=f"Invalid event status {status}")
-            result = dict(event, status=status)
+            result = dict(event, status=event.get("status", "completed"))
             try:
                 instance = instances.get(event["server_uuid"]) or \
                     db_api.instance_get_by_uuid(self.db, event["server_uuid"])
@@ -77,4 +62,5 @@ class ServerExternalEventsController:
 
 def register(app, controller: ServerExternalEventsController) -> None:
     app.add_url_rule("/v2.1/os-server-external-events", "server_external_events",
-                     controller.create, methods=["POST"])
+                     validation.schema(schema.create)(controller.create),
+                     methods=["POST"])

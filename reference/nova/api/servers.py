@@ -9,15 +9,18 @@ build has not happened yet; the client polls ``GET /servers/{id}``.
 from __future__ import annotations
 
 import secrets
+from urllib.parse import urlencode
 
 from flask import g, jsonify, request
 from opentelemetry import trace
 
-from novalab.reference.common import exception
+from novalab.reference.common import exception, validation
 from novalab.reference.common.db import Database
 from novalab.reference.common.wsgi import json_body
 from novalab.reference.nova import policy
-from novalab.reference.nova.api import schemas, views
+from novalab.reference.nova.api import name_filter, views
+from novalab.reference.nova.api.schemas import servers as schema
+from novalab.reference.nova.api.schemas.parameter_types import is_true
 from novalab.reference.nova.compute import instance_actions
 from novalab.reference.nova.compute.api import API as ComputeAPI
 from novalab.reference.nova.db import api as db_api
@@ -25,6 +28,8 @@ from novalab.tracing import attributes as attr
 from novalab.tracing.spans import set_instance_attributes, upstream
 
 _SERVERS = "nova/api/openstack/compute/servers.py"
+# CONF.api.max_limit: the most items one page of a list answers.
+MAX_LIMIT = 1000
 
 
 def api_base() -> str:
@@ -40,9 +45,7 @@ class ServersController:
     @upstream(_SERVERS, "ServersController.create")
     def create(self):
         context = g.context
-        body = json_body()
-        schemas.validate_server_create(body)
-        server = body["server"]
+        server = json_body()["server"]  # checked against schema.base_create
         policy.authorize(context, "os_compute_api:servers:create",
                          {"project_id": context.project_id})
         flavor = self._get_flavor(server["flavorRef"])
@@ -50,7 +53,7 @@ class ServersController:
         mappings = self._block_device_mapping(server, image_ref)
         boots_from_volume = any(m["boot_index"] == 0 and m["destination_type"] == "volume"
                                 for m in mappings)
-        min_count = int(server.get("min_count", 1))
+        min_count = int(server.get("min_count", 1))  # 1..2**31-1 by the schema
         max_count = int(server.get("max_count", min_count))
         if min_count > max_count:
             raise exception.ValidationError(
@@ -115,7 +118,7 @@ class ServersController:
             if source == "image" and dest == "local" and boot_index != 0:
                 raise exception.ValidationError(
                     detail="An image can only be mapped locally as the boot disk.")
-            delete = str(bdm.get("delete_on_termination", False)).lower() in ("true", "1")
+            delete = is_true(bdm.get("delete_on_termination", False))
             mappings.append({
                 "source_type": source, "destination_type": dest, "boot_index": boot_index,
                 "device_name": bdm.get("device_name"),
@@ -163,26 +166,32 @@ class ServersController:
         context = g.context
         action = "os_compute_api:servers:detail" if detail else "os_compute_api:servers:index"
         policy.authorize(context, action)
-        all_tenants = request.args.get("all_tenants", "0").lower() in ("1", "true", "")
-        all_tenants = "all_tenants" in request.args and all_tenants
+        query = request.args.to_dict()
+        validation.validate(query, _QUERY)
+        all_tenants = "all_tenants" in query and \
+            query["all_tenants"].lower() in ("1", "true", "")
         if all_tenants:
             policy.authorize(context, f"{action}:get_all_tenants")
-        limit = request.args.get("limit", type=int)
-        if limit is not None and limit < 0:
-            raise exception.Invalid("limit must be >= 0")
+        # common.get_limit_and_marker: no limit (or 0) is max_limit, and none is more.
+        limit = min(int(query.get("limit") or 0) or MAX_LIMIT, MAX_LIMIT)
+        try:
+            name_match = name_filter.compile_filter(query["name"]) if "name" in query \
+                else None
+        except name_filter.UnsupportedPattern as exc:
+            raise exception.ValidationError(detail=str(exc)) from exc
         instances = self.compute_api.get_all(context, all_tenants=all_tenants, limit=limit,
-                                             marker=request.args.get("marker"),
-                                             name=request.args.get("name"))
+                                             marker=query.get("marker"),
+                                             name_match=name_match)
         if detail:
             servers = self._details(instances)
         else:
             servers = [views.server_summary(api_base(), i) for i in instances]
         body = {"servers": servers}
-        if limit and len(instances) == limit:
+        if instances and len(instances) == limit:
             path = "servers/detail" if detail else "servers"
+            query.update(limit=str(limit), marker=instances[-1]["uuid"])
             body["servers_links"] = [{"rel": "next", "href":
-                                      f"{api_base()}/{path}?limit={limit}&marker="
-                                      f"{instances[-1]['uuid']}"}]
+                                      f"{api_base()}/{path}?{urlencode(query)}"}]
         return jsonify(body)
 
     @upstream(_SERVERS, "ServersController.index")
@@ -203,8 +212,13 @@ class ServersController:
         return "", 204
 
 
+_QUERY = validation.validator_for(schema.query_params_v21)
+
+
 def register(app, controller: ServersController) -> None:
-    app.add_url_rule("/v2.1/servers", "servers_create", controller.create, methods=["POST"])
+    app.add_url_rule("/v2.1/servers", "servers_create",
+                     validation.schema(schema.base_create)(controller.create),
+                     methods=["POST"])
     app.add_url_rule("/v2.1/servers", "servers_index", controller.index, methods=["GET"])
     app.add_url_rule("/v2.1/servers/detail", "servers_detail", controller.detail,
                      methods=["GET"])

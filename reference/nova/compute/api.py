@@ -20,6 +20,8 @@ from opentelemetry import trace
 from novalab.reference.common import exception
 from novalab.reference.common.context import RequestContext
 from novalab.reference.common.db import Database
+from novalab.reference.common.quota import OverQuota
+from novalab.reference.nova import quota
 from novalab.reference.nova.compute import instance_actions, power_state, task_states, vm_states
 from novalab.reference.nova.compute import utils as compute_utils
 from novalab.reference.nova.compute.rpcapi import ComputeAPI
@@ -31,6 +33,8 @@ from novalab.tracing.spans import set_instance_attributes, upstream
 
 LOG = logging.getLogger(__name__)
 _API = "nova/compute/api.py"
+# CONF.default_availability_zone: the zone of every compute host not in an aggregate.
+DEFAULT_AVAILABILITY_ZONE = "nova"
 
 
 class API:
@@ -38,6 +42,7 @@ class API:
                  scheduler_rpcapi: SchedulerAPI, compute_rpcapi: ComputeAPI, tracer,
                  volume_api=None):
         self.db = db
+        self.quotas = quota.compute_quotas(db)
         self.volume_api = volume_api
         self.image_api = image_api
         self.scheduler_rpcapi = scheduler_rpcapi
@@ -59,12 +64,16 @@ class API:
             if (image_href or boot_image) else {"id": "", "properties": {}}
         if image_href:
             self._check_requested_image(flavor, image)
+        self._validate_availability_zone(availability_zone)
+        self._check_metadata_properties_quota(context, metadata)
         mappings = block_device_mapping or []
         self._validate_bdm(context, mappings, max_count)
+        count = self._check_num_instances_quota(context, flavor, min_count, max_count)
         instances = self._provision_instances(
-            context, flavor, dict(image, id=image_href), max_count, display_name=display_name,
+            context, flavor, dict(image, id=image_href), count, display_name=display_name,
             metadata=metadata, key_name=key_name, user_data=user_data,
             availability_zone=availability_zone, block_device_mapping=mappings)
+        self._recheck_quota(context, flavor, instances)
         for instance in instances:
             # Before the cast: the compute host's events hang under this action.
             self._record_action_start(context, instance, instance_actions.CREATE)
@@ -87,6 +96,40 @@ class API:
             self._set_error_state_after_failed_cast(context, instances, exc)
             raise
         return instances
+
+    @upstream(_API, "API._check_num_instances_quota")
+    def _check_num_instances_quota(self, context, flavor: dict, min_count: int,
+                                   max_count: int) -> int:
+        """How many instances to make: at most ``max_count``, as many as the project's
+        quota allows, or ``OverQuota`` (403) if fewer than ``min_count`` fit. Checked
+        before any row is written, so a request for 10**30 costs one count query."""
+        count = quota.allowed_count(self.quotas, context.project_id, flavor, min_count,
+                                    max_count)
+        trace.get_current_span().set_attribute(attr.NOVA_INSTANCE_COUNT, count)
+        return count
+
+    def _recheck_quota(self, context, flavor: dict, instances: list[dict]) -> None:
+        """Nova's ``[quota] recheck_quota``: two creates checked at the same moment may
+        both have passed; whoever is over once the rows exist removes its own."""
+        try:
+            self.quotas.recheck(context.project_id, quota.deltas_for(flavor, len(instances)))
+        except OverQuota:
+            self._destroy_unscheduled(context, instances)
+            raise
+
+    def _check_metadata_properties_quota(self, context, metadata: dict | None) -> None:
+        limit = self.quotas.limits(context.project_id)["metadata_items"]
+        if metadata and 0 <= limit < len(metadata):
+            raise OverQuota(overs="metadata_items", req=len(metadata), used=0, allowed=limit)
+
+    @staticmethod
+    def _validate_availability_zone(availability_zone: str | None) -> None:
+        """Every compute host here is in Nova's default zone, ``nova``."""
+        if availability_zone is not None and availability_zone != DEFAULT_AVAILABILITY_ZONE:
+            raise exception.ValidationError(
+                detail=f"The requested availability zone is not available: "
+                       f"{availability_zone[:64]!r} (this cloud has "
+                       f"{DEFAULT_AVAILABILITY_ZONE!r} only).")
 
     def _set_error_state_after_failed_cast(self, context, instances: list[dict],
                                            exc: Exception) -> None:
@@ -165,33 +208,47 @@ class API:
                              display_name: str, metadata, key_name, user_data,
                              availability_zone, block_device_mapping=()) -> list[dict]:
         instances = []
-        for index in range(num):
-            name = display_name if num == 1 else f"{display_name}-{index + 1}"
-            instance = db_api.instance_create(self.db, {
-                "uuid": str(uuid.uuid4()), "display_name": name,
-                "project_id": context.project_id, "user_id": context.user_id,
-                "image_ref": image["id"], "flavor_id": flavor["flavorid"],
-                "flavor_name": flavor["name"], "memory_mb": flavor["memory_mb"],
-                "vcpus": flavor["vcpus"], "root_gb": flavor["root_gb"],
-                "ephemeral_gb": flavor["ephemeral_gb"],
-                "vm_state": vm_states.BUILDING, "task_state": task_states.SCHEDULING,
-                "power_state": power_state.NOSTATE, "metadata": metadata or {},
-                "key_name": key_name, "user_data": user_data,
-                "availability_zone": availability_zone,
-            })
-            span = trace.get_current_span()
-            set_instance_attributes(span, instance)
-            span.set_attribute(attr.NOVA_INSTANCE_DISPLAY_NAME, name)
-            for mapping in block_device_mapping:
-                row = dict(mapping, instance_uuid=instance["uuid"])
-                if mapping["source_type"] == "volume":
-                    # Reserve the volume for this instance (an attachment with no
-                    # connector yet), as Nova does before answering 202.
-                    row["attachment_id"] = self.volume_api.attachment_create(
-                        context, mapping["volume_id"], instance["uuid"])["id"]
-                db_api.block_device_mapping_create(self.db, row)
-            instances.append(instance)
+        try:
+            for index in range(num):
+                name = display_name if num == 1 else f"{display_name}-{index + 1}"
+                instance = db_api.instance_create(self.db, {
+                    "uuid": str(uuid.uuid4()), "display_name": name,
+                    "project_id": context.project_id, "user_id": context.user_id,
+                    "image_ref": image["id"], "flavor_id": flavor["flavorid"],
+                    "flavor_name": flavor["name"], "memory_mb": flavor["memory_mb"],
+                    "vcpus": flavor["vcpus"], "root_gb": flavor["root_gb"],
+                    "ephemeral_gb": flavor["ephemeral_gb"],
+                    "vm_state": vm_states.BUILDING, "task_state": task_states.SCHEDULING,
+                    "power_state": power_state.NOSTATE, "metadata": metadata or {},
+                    "key_name": key_name, "user_data": user_data,
+                    "availability_zone": availability_zone,
+                })
+                instances.append(instance)
+                span = trace.get_current_span()
+                set_instance_attributes(span, instance)
+                span.set_attribute(attr.NOVA_INSTANCE_DISPLAY_NAME, name)
+                for mapping in block_device_mapping:
+                    row = dict(mapping, instance_uuid=instance["uuid"])
+                    if mapping["source_type"] == "volume":
+                        # Reserve the volume for this instance (an attachment with no
+                        # connector yet), as Nova does before answering 202.
+                        row["attachment_id"] = self.volume_api.attachment_create(
+                            context, mapping["volume_id"], instance["uuid"])["id"]
+                    db_api.block_device_mapping_create(self.db, row)
+        except Exception:
+            # As upstream: what this request wrote goes, or it would stay BUILD for good.
+            self._destroy_unscheduled(context, instances)
+            raise
         return instances
+
+    def _destroy_unscheduled(self, context, instances: list[dict]) -> None:
+        """Delete instances no cast was sent for, and give back their volume reservations."""
+        for instance in instances:
+            try:
+                self._local_delete(context, instance)
+            except Exception:  # keep going: the others must go too
+                LOG.exception("Could not remove instance %s after a failed create",
+                              instance["uuid"])
 
     # Read -----------------------------------------------------------------------------
 
@@ -206,10 +263,10 @@ class API:
     @upstream(_API, "API.get_all")
     def get_all(self, context: RequestContext, *, all_tenants: bool = False,
                 limit: int | None = None, marker: str | None = None,
-                name: str | None = None) -> list[dict]:
+                name_match=None) -> list[dict]:
         project_id = None if all_tenants else context.project_id
         return db_api.instance_get_all(self.db, project_id=project_id, limit=limit,
-                                       marker=marker, name=name)
+                                       marker=marker, name_match=name_match)
 
     def faults_for(self, instances: list[dict]) -> dict[str, dict]:
         uuids = [i["uuid"] for i in instances if i["vm_state"] == vm_states.ERROR]

@@ -77,9 +77,13 @@ def instance_get_by_uuid(db: Database, uuid: str, read_deleted: str = "no") -> d
 
 
 def instance_get_all(db: Database, *, project_id: str | None = None, limit: int | None = None,
-                     marker: str | None = None, name: str | None = None,
+                     marker: str | None = None, name_match=None,
                      host: str | None = None) -> list[dict]:
-    """Live instances, newest first, optionally one project's (``None`` means all)."""
+    """Live instances, newest first, optionally one project's (``None`` means all).
+
+    ``name_match`` is a predicate on the display name (``api/name_filter.py``: a
+    pattern matched without backtracking, never a raw ``re`` a client wrote).
+    """
     query = select(Instance).where(Instance.deleted == 0)
     if project_id is not None:
         query = query.where(Instance.project_id == project_id)
@@ -88,11 +92,8 @@ def instance_get_all(db: Database, *, project_id: str | None = None, limit: int 
     query = query.order_by(Instance.created_at.desc(), Instance.id.desc())
     with db.session() as session:
         rows = list(session.scalars(query))
-    if name is not None:
-        import re
-
-        pattern = re.compile(name)
-        rows = [r for r in rows if pattern.search(r.display_name or "")]
+    if name_match is not None:
+        rows = [r for r in rows if name_match(r.display_name or "")]
     if marker is not None:
         ids = [r.uuid for r in rows]
         if marker not in ids:

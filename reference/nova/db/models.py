@@ -22,6 +22,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from novalab.reference.common.db import Base, utcnow
+from novalab.reference.common.quota import QuotaLimitColumns
 
 
 class TimestampMixin:
@@ -203,3 +204,11 @@ class InstanceActionEvent(TimestampMixin, SoftDeleteMixin, Base):
     traceback: Mapped[str | None] = mapped_column(Text)
     host: Mapped[str | None] = mapped_column(String(255))
     details: Mapped[str | None] = mapped_column(Text)
+
+
+class Quota(QuotaLimitColumns, Base):
+    """A project's own limit for one resource (``instances``, ``cores``, ``ram``)."""
+
+    __tablename__ = "quotas"
+    __table_args__ = (UniqueConstraint("project_id", "resource",
+                                       name="uniq_quotas0project_id0resource"),)

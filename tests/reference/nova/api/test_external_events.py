@@ -12,7 +12,8 @@ def post_events(session, events):
 
 def test_members_may_not_send_events(shared_cloud, login):
     demo = login(shared_cloud, "demo")
-    response = post_events(demo, [{"name": "network-vif-plugged", "server_uuid": "x"}])
+    response = post_events(demo, [{"name": "network-vif-plugged",
+                                   "server_uuid": "0b6ee1f6-5dd1-4f6a-9d62-0c5a2c1f3a11"}])
     assert response.status_code == 403
 
 

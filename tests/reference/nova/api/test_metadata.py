@@ -11,7 +11,7 @@ import pytest
 from novalab.reference.common.db import Base, Database
 from novalab.reference.deploy.wiring import CloudConfig, Wiring
 from novalab.reference.neutron import service
-from novalab.reference.neutron.agent.metadata import sign_instance_id
+from novalab.reference.neutron.agent.metadata import shared_secret, sign_instance_id
 from novalab.reference.nova.db import api as db_api
 from novalab.reference.nova.db import models as _nova_models  # noqa: F401 (tables)
 from novalab.tracing.setup import Telemetry
@@ -31,6 +31,7 @@ def metadata(tmp_path_factory):
     db_api.instance_info_cache_update(db, cached["uuid"], [STATIC_VIF])
     db.dispose()
     url = service.nova_api_metadata(w)  # no neutron here: only the cache describes networks
+    SECRET["value"] = shared_secret(w.config.state_dir)
     yield url, instance, cached
     w.close()
     telemetry.shutdown()
@@ -46,11 +47,18 @@ STATIC_VIF = {
                              "ips": [{"address": "10.0.0.7", "type": "fixed"}]}]}}
 
 
+SECRET: dict[str, str] = {}  # the module cloud's metadata_proxy_shared_secret
+
+
+def sign(instance_id: str) -> str:
+    return sign_instance_id(instance_id, SECRET["value"])
+
+
 def proxied(instance, signature=None, tenant=None, **extra):
     headers = {"X-Instance-ID": instance["uuid"], "X-Tenant-ID": tenant or
                instance["project_id"], "X-Forwarded-For": "10.0.0.3",
                "X-Instance-ID-Signature": signature if signature is not None
-               else sign_instance_id(instance["uuid"])}
+               else sign(instance["uuid"])}
     headers.update(extra)
     return {k: v for k, v in headers.items() if v != "-"}
 
@@ -70,13 +78,13 @@ def test_signed_request_gets_meta_data(metadata):
 
 def test_bad_or_empty_signature_is_403(metadata):
     url, instance, _cached = metadata
-    for signature in (sign_instance_id(instance["uuid"], secret="wrong"), ""):
+    for signature in (sign_instance_id(instance["uuid"], "wrong"), ""):
         response = httpx.get(f"{url}/openstack/latest/meta_data.json",
                              headers=proxied(instance, signature=signature))
         assert response.status_code == 403
         assert "Invalid proxy request signature" in response.text
     # Signed for another instance: also refused.
-    other = sign_instance_id(str(uuid.uuid4()))
+    other = sign(str(uuid.uuid4()))
     assert httpx.get(f"{url}/openstack", headers=proxied(instance, signature=other)) \
         .status_code == 403
 

@@ -32,6 +32,13 @@ class InvalidInput(BadRequest):
     message = "Invalid input for operation: %(error_message)s."
 
 
+class HTTPBadRequest(BadRequest):
+    """A body the resource's attribute map refuses. Upstream's API layer raises webob's
+    ``HTTPBadRequest`` for these, so clients see that type in the fault body."""
+
+    message = "Invalid input for operation: %(detail)s"
+
+
 class NotAuthorized(NeutronException):
     message = "Not authorized."
     code = 403
@@ -59,6 +66,10 @@ class PortNotFound(NotFound):
 
 class Conflict(NeutronException):
     code = 409
+
+
+class OverQuota(Conflict):
+    message = "Quota exceeded for resources: ['%(overs)s']."
 
 
 class NetworkInUse(Conflict):

@@ -20,6 +20,7 @@ from novalab.reference.neutron import constants
 from novalab.reference.neutron.agent.dhcp import agent as dhcp_agent
 from novalab.reference.neutron.agent.l2 import agent as l2_agent
 from novalab.reference.neutron.agent.metadata import proxy as metadata_proxy
+from novalab.reference.neutron.agent.metadata import shared_secret
 from novalab.reference.neutron.agent.rpc import PluginApi, PluginReportStateAPI, StateReporter
 from novalab.reference.neutron.db import models as _models  # noqa: F401 (tables)
 from novalab.reference.neutron.seed import seed_networks
@@ -119,7 +120,8 @@ def neutron_metadata_proxy(w: Wiring) -> metadata_proxy.MetadataProxyHandler:
     """The address guests ask for metadata (standing for 169.254.169.254:80)."""
     service = "neutron-metadata-proxy"
     handler = metadata_proxy.MetadataProxyHandler(
-        w.urls, w.http(service), w.auth(service, "neutron").service_token, w.tracer(service))
+        w.urls, w.http(service), w.auth(service, "neutron").service_token, w.tracer(service),
+        shared_secret(w.config.state_dir))
     w.serve(metadata_proxy.create_app(handler, tracer_provider=w.provider(service)),
             service, "metadata-proxy")
     return handler
@@ -134,6 +136,7 @@ def nova_api_metadata(w: Wiring) -> str:
         network_api = NeutronAPI(w.urls["neutron"], w.http(service), tracer,
                                  admin_token=w.auth(service, "nova").service_token)
     return w.serve(nova_metadata.create_app(w.database(service), network_api, tracer,
+                                            shared_secret(w.config.state_dir),
                                             tracer_provider=w.provider(service)),
                    service, "metadata")
 

@@ -23,6 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from novalab.reference.common.db import Base, utcnow
+from novalab.reference.common.quota import QuotaLimitColumns
 
 
 class StandardAttrs:
@@ -123,3 +124,11 @@ class Agent(Base):
     started_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     heartbeat_timestamp: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     configurations: Mapped[dict] = mapped_column(JSON, default=dict)
+
+
+class Quota(QuotaLimitColumns, Base):
+    """A project's own limit for one resource (``network``, ``subnet``, ``port``)."""
+
+    __tablename__ = "neutron_quotas"
+    __table_args__ = (UniqueConstraint("project_id", "resource",
+                                       name="uniq_neutron_quotas0project_id0resource"),)

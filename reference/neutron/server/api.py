@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from flask import Flask, g, jsonify, request
 
+from novalab.reference.common import validation
 from novalab.reference.common.wsgi import install_common_handlers, json_body
 from novalab.reference.keystone.middleware import AuthProtocol
 from novalab.reference.neutron import exceptions as n_exc
+from novalab.reference.neutron.server import attributes
+from novalab.reference.neutron.server import quotas as neutron_quotas
 from novalab.reference.neutron.server.plugin import Ml2Plugin
 from novalab.tracing.http import instrument_flask
 
@@ -41,16 +44,6 @@ def _fields(item: dict) -> dict:
     return {k: v for k, v in item.items() if k in wanted} if wanted else item
 
 
-def _resource_body(resource: str) -> dict:
-    body = json_body()
-    attrs = body.get(resource)
-    if not isinstance(attrs, dict):
-        raise n_exc.BadRequest(resource=resource,
-                               msg=f"Resource body required: {{\"{resource}\": {{...}}}} "
-                                   "(bulk requests are not supported by novalab)")
-    return attrs
-
-
 def create_app(plugin: Ml2Plugin, auth: AuthProtocol, tracer_provider=None) -> Flask:
     app = Flask("neutron-server")
     if tracer_provider is not None:
@@ -76,7 +69,7 @@ def create_app(plugin: Ml2Plugin, auth: AuthProtocol, tracer_provider=None) -> F
         return jsonify({"resources": [
             {"name": name, "collection": f"{name}s",
              "links": [{"href": f"{base}/{name}s", "rel": "self"}]}
-            for name in ("network", "subnet", "port")]})
+            for name in ("network", "subnet", "port", "quota")]})
 
     @app.get("/v2.0/extensions")
     def extensions():
@@ -84,6 +77,12 @@ def create_app(plugin: Ml2Plugin, auth: AuthProtocol, tracer_provider=None) -> F
             {"alias": "binding", "name": "Port Binding",
              "description": "Expose port bindings of a virtual port to external application",
              "links": [], "updated": "2014-02-03T10:00:00-00:00"},
+            {"alias": "quotas", "name": "Quota management support",
+             "description": "Expose functions for quotas management per project",
+             "links": [], "updated": "2012-07-29T10:00:00-00:00"},
+            {"alias": "quota_details", "name": "Quota details management support",
+             "description": "Expose functions for quotas usage statistics per project",
+             "links": [], "updated": "2017-02-10T10:00:00-00:00"},
             {"alias": "provider", "name": "Provider Network",
              "description": "Expose mapping of virtual networks to physical networks",
              "links": [], "updated": "2012-09-07T10:00:00-00:00"}]})
@@ -96,7 +95,12 @@ def create_app(plugin: Ml2Plugin, auth: AuthProtocol, tracer_provider=None) -> F
             return jsonify({f"{resource}s": [_fields(x) for x in listing(g.context, _filters())]})
 
         def post():
-            response = jsonify({resource: create(g.context, _resource_body(resource))})
+            attrs = json_body()[resource]
+            attributes.enforce(g.context, resource, "POST", attrs)
+            project = attrs.get("project_id") or attrs.get("tenant_id") or g.context.project_id
+            if project:
+                quotas.check_deltas(project, {resource: 1})
+            response = jsonify({resource: create(g.context, attrs)})
             response.status_code = 201
             return response
 
@@ -104,18 +108,27 @@ def create_app(plugin: Ml2Plugin, auth: AuthProtocol, tracer_provider=None) -> F
             return jsonify({resource: _fields(show(g.context, item_id))})
 
         def put(item_id):
-            return jsonify({resource: update(g.context, item_id, _resource_body(resource))})
+            attrs = json_body()[resource]
+            attributes.enforce(g.context, resource, "PUT", attrs)
+            return jsonify({resource: update(g.context, item_id, attrs)})
 
         def delete(item_id):
             remove(g.context, item_id)
             return "", 204
 
         app.add_url_rule(collection, f"{resource}_index", index, methods=["GET"])
+        # The attribute map is the one declaration: schema, allowed attributes, policy.
+        post = validation.schema(attributes.to_json_schema(resource, "POST"),
+                                 error=n_exc.HTTPBadRequest)(post)
+        put = validation.schema(attributes.to_json_schema(resource, "PUT"),
+                                error=n_exc.HTTPBadRequest)(put)
         app.add_url_rule(collection, f"{resource}_create", post, methods=["POST"])
         app.add_url_rule(item, f"{resource}_show", get, methods=["GET"])
         app.add_url_rule(item, f"{resource}_update", put, methods=["PUT"])
         app.add_url_rule(item, f"{resource}_delete", delete, methods=["DELETE"])
 
+    quotas = neutron_quotas.network_quotas(plugin.db)
+    neutron_quotas.register(app, quotas)
     register("network", plugin.create_network, plugin.get_network, plugin.get_networks,
              plugin.update_network, plugin.delete_network)
     register("subnet", plugin.create_subnet, plugin.get_subnet, plugin.get_subnets,

@@ -30,23 +30,22 @@ def default_gateway(cidr: str) -> str:
 
 
 def default_pools(cidr: str, gateway_ip: str | None) -> list[dict]:
-    """Every host address except the gateway, as start/end ranges."""
+    """Every host address except the gateway, as start/end ranges.
+
+    Computed from the range's ends, never by listing its addresses: a /8 has
+    16 million of them (listing them grew the process by gigabytes).
+    """
     network = ipaddress.ip_network(cidr)
-    hosts = list(network.hosts())
+    if network.num_addresses < 4:
+        raise ValueError(f"{cidr} has no room for hosts")
+    first, last = int(network.network_address) + 1, int(network.broadcast_address) - 1
+    ranges = [(first, last)]
     if gateway_ip:
-        hosts = [h for h in hosts if str(h) != gateway_ip]
-    pools, start, prev = [], None, None
-    for host in hosts:
-        if start is None:
-            start = prev = host
-        elif int(host) == int(prev) + 1:
-            prev = host
-        else:
-            pools.append({"start": str(start), "end": str(prev)})
-            start = prev = host
-    if start is not None:
-        pools.append({"start": str(start), "end": str(prev)})
-    return pools
+        gateway = int(ipaddress.ip_address(gateway_ip))
+        if first <= gateway <= last:
+            ranges = [(a, b) for a, b in ((first, gateway - 1), (gateway + 1, last)) if a <= b]
+    return [{"start": str(ipaddress.ip_address(a)), "end": str(ipaddress.ip_address(b))}
+            for a, b in ranges]
 
 
 def validate_subnet(cidr: str, gateway_ip: str | None, pools: list[dict]) -> str:

@@ -10,7 +10,9 @@ inlined: every network is one *flat* segment, and a port binds (``vif_type``
 (``binding_failed``), as ML2 does when no mechanism driver can bind it.
 
 Left out: routers, floating IPs, security groups, segments, IPv6, extra DHCP
-options, allowed address pairs, quotas and updating a port's fixed IPs.
+options, allowed address pairs and updating a port's fixed IPs. Bodies are
+checked and quotas counted by the API layer before the plugin runs
+(``attributes.py``, ``quotas.py``).
 """
 
 from __future__ import annotations
@@ -48,30 +50,12 @@ LOG = logging.getLogger(__name__)
 ML2 = "neutron/plugins/ml2/plugin.py"
 MAX_RETRIES = 10  # races on an address or a MAC are retried (upstream: db retries)
 
-# Attributes a client may set; anything else is refused as upstream does.
-NETWORK_ATTRS = {"name", "admin_state_up", "shared", "mtu", "project_id", "tenant_id",
-                 "description", "provider:network_type", "provider:physical_network",
-                 "provider:segmentation_id"}
-SUBNET_ATTRS = {"network_id", "cidr", "ip_version", "name", "gateway_ip", "enable_dhcp",
-                "allocation_pools", "dns_nameservers", "host_routes", "project_id",
-                "tenant_id", "description"}
-PORT_ATTRS = {"network_id", "name", "admin_state_up", "mac_address", "fixed_ips", "device_id",
-              "device_owner", "project_id", "tenant_id", "description", "binding:host_id",
-              "binding:profile", "binding:vnic_type"}
-PORT_UPDATABLE = {"name", "admin_state_up", "device_id", "device_owner", "description",
-                  "binding:host_id", "binding:profile", "binding:vnic_type"}
-BINDING_ATTRS = {"binding:host_id", "binding:profile", "binding:vnic_type"}
+# Which attributes a client may send, and who may set each, is the attribute map's
+# (attributes.py), checked by the API before the plugin runs.
 
 
 def isotime(value: datetime | None) -> str | None:
     return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
-
-
-def check_attrs(resource: str, attrs: dict, allowed: set[str]) -> None:
-    unknown = sorted(set(attrs) - allowed)
-    if unknown:
-        raise n_exc.BadRequest(resource=resource,
-                               msg=f"Unrecognized attribute(s) '{', '.join(unknown)}'")
 
 
 class Ml2Plugin:
@@ -172,15 +156,10 @@ class Ml2Plugin:
 
     @upstream(ML2, "Ml2Plugin.create_network")
     def create_network(self, context: RequestContext, attrs: dict) -> dict:
-        check_attrs("network", attrs, NETWORK_ATTRS)
         project_id = self._project_for(context, attrs, "create_network")
+        # Who may set shared and provider:* is the attribute map's (attributes.py).
         shared = bool(attrs.get("shared", False))
-        policy.enforce(not shared or policy.is_admin(context), "create_network:shared")
         provider = {k: attrs[k] for k in attrs if k.startswith("provider:")}
-        policy.enforce(not provider or policy.is_admin(context),
-                       "create_network:provider:network_type")
-        if provider.get("provider:network_type", "flat") != "flat":
-            raise n_exc.InvalidInput(error_message="novalab networks are flat")
         row = Network(id=str(uuid.uuid4()), project_id=project_id, name=attrs.get("name", ""),
                       admin_state_up=bool(attrs.get("admin_state_up", True)), shared=shared,
                       mtu=int(attrs.get("mtu", 1500)),
@@ -215,13 +194,10 @@ class Ml2Plugin:
 
     @upstream(ML2, "Ml2Plugin.update_network")
     def update_network(self, context: RequestContext, network_id: str, attrs: dict) -> dict:
-        check_attrs("network", attrs, {"name", "admin_state_up", "shared", "description"})
         with self.db.session() as session:
             row = self._get_network(session, context, network_id)
-            policy.enforce(policy.is_admin(context) or policy.owns(context, row.project_id),
-                           "update_network")
+            policy.enforce(policy.can_change(context, row.project_id), "update_network")
             if "shared" in attrs:
-                policy.enforce(policy.is_admin(context), "update_network:shared")
                 row.shared = bool(attrs["shared"])
             if "name" in attrs:
                 row.name = attrs["name"]
@@ -236,8 +212,7 @@ class Ml2Plugin:
         """Refused while ports other than the network's own DHCP ports are on it."""
         with self.db.session() as session:
             row = self._get_network(session, context, network_id)
-            policy.enforce(policy.is_admin(context) or policy.owns(context, row.project_id),
-                           "delete_network")
+            policy.enforce(policy.can_change(context, row.project_id), "delete_network")
             ports = list(session.scalars(select(Port).where(Port.network_id == network_id)))
             if any(p.device_owner != constants.DEVICE_OWNER_DHCP for p in ports):
                 raise n_exc.NetworkInUse(net_id=network_id)
@@ -254,7 +229,6 @@ class Ml2Plugin:
 
     @upstream(ML2, "Ml2Plugin.create_subnet")
     def create_subnet(self, context: RequestContext, attrs: dict) -> dict:
-        check_attrs("subnet", attrs, SUBNET_ATTRS)
         for required in ("network_id", "cidr"):
             if not attrs.get(required):
                 raise n_exc.BadRequest(resource="subnet",
@@ -280,8 +254,7 @@ class Ml2Plugin:
         cidr = ipam.validate_subnet(cidr, gateway, pools)
         with self.db.session() as session:
             network = self._get_network(session, context, attrs["network_id"])
-            policy.enforce(policy.is_admin(context) or policy.owns(context, network.project_id),
-                           "create_subnet")
+            policy.enforce(policy.can_change(context, network.project_id), "create_subnet")
             for other in session.scalars(select(Subnet).where(
                     Subnet.network_id == network.id)):
                 if ipaddress.ip_network(other.cidr).overlaps(ipaddress.ip_network(cidr)):
@@ -326,11 +299,9 @@ class Ml2Plugin:
 
     @upstream(ML2, "Ml2Plugin.update_subnet")
     def update_subnet(self, context: RequestContext, subnet_id: str, attrs: dict) -> dict:
-        check_attrs("subnet", attrs, {"name", "enable_dhcp", "dns_nameservers", "description"})
         with self.db.session() as session:
             row = self._get_subnet(session, context, subnet_id)
-            policy.enforce(policy.is_admin(context) or policy.owns(context, row.project_id),
-                           "update_subnet")
+            policy.enforce(policy.can_change(context, row.project_id), "update_subnet")
             if "name" in attrs:
                 row.name = attrs["name"]
             if "enable_dhcp" in attrs:
@@ -347,8 +318,7 @@ class Ml2Plugin:
     def delete_subnet(self, context: RequestContext, subnet_id: str) -> None:
         with self.db.session() as session:
             row = self._get_subnet(session, context, subnet_id)
-            policy.enforce(policy.is_admin(context) or policy.owns(context, row.project_id),
-                           "delete_subnet")
+            policy.enforce(policy.can_change(context, row.project_id), "delete_subnet")
             users = session.execute(
                 select(Port.id, Port.device_owner).join(
                     IPAllocation, IPAllocation.port_id == Port.id)
@@ -367,16 +337,15 @@ class Ml2Plugin:
 
     @upstream(ML2, "Ml2Plugin.create_port")
     def create_port(self, context: RequestContext, attrs: dict) -> dict:
-        check_attrs("port", attrs, PORT_ATTRS)
         if not attrs.get("network_id"):
             raise n_exc.BadRequest(resource="port", msg="Failed to parse request. Required "
                                                         "attribute 'network_id' not specified")
-        policy.enforce(not (BINDING_ATTRS & set(attrs)) or policy.is_admin_or_service(context),
-                       "create_port:binding:host_id")
         owner = attrs.get("device_owner", "")
         policy.enforce(not owner.startswith("network:") or policy.is_admin(context),
                        "create_port:device_owner")
-        project_id = self._project_for(context, attrs, "create_port")
+        with self.db.session() as session:  # a network one cannot see is a 404 first
+            self._get_network(session, context, attrs["network_id"])
+        project_id = self._project_for(context, attrs, "create_port", service=True)
         host = attrs.get("binding:host_id") or ""
         # Who is alive is read before the transaction, as ML2 asks the agents table first.
         dhcp_agents = self.agents.get_agents(constants.AGENT_TYPE_DHCP)
@@ -460,20 +429,11 @@ class Ml2Plugin:
 
     @upstream(ML2, "Ml2Plugin.update_port")
     def update_port(self, context: RequestContext, port_id: str, attrs: dict) -> dict:
-        check_attrs("port", attrs, PORT_ATTRS)
-        readonly = sorted(set(attrs) - PORT_UPDATABLE)
-        if readonly:
-            raise n_exc.InvalidInput(error_message=f"Cannot update read-only attribute(s) "
-                                                   f"{', '.join(readonly)} (novalab keeps a "
-                                                   f"port's network, MAC and fixed IPs)")
-        policy.enforce(not (BINDING_ATTRS & set(attrs)) or policy.is_admin_or_service(context),
-                       "update_port:binding:host_id")
         new_host = attrs.get("binding:host_id")
         l2_agents = self.agents.get_agents(constants.AGENT_TYPE_L2, new_host) if new_host else []
         with self.db.session() as session:
             row = self._get_port(session, context, port_id)
-            policy.enforce(policy.is_admin_or_service(context) or
-                           policy.owns(context, row.project_id), "update_port")
+            policy.enforce(policy.can_change_port(context, row.project_id), "update_port")
             if attrs.get("device_owner", "").startswith("network:"):
                 policy.enforce(policy.is_admin(context), "update_port:device_owner")
             old_host = row.binding_host_id
@@ -510,8 +470,7 @@ class Ml2Plugin:
     def delete_port(self, context: RequestContext, port_id: str) -> None:
         with self.db.session() as session:
             row = self._get_port(session, context, port_id)
-            policy.enforce(policy.is_admin_or_service(context) or
-                           policy.owns(context, row.project_id), "delete_port")
+            policy.enforce(policy.can_change_port(context, row.project_id), "delete_port")
             if row.device_owner.startswith("network:"):
                 policy.enforce(policy.is_admin(context), "delete_port:device_owner")
             port = self._port_dict(session, row)
@@ -686,10 +645,14 @@ class Ml2Plugin:
                 return mac
 
     @staticmethod
-    def _project_for(context: RequestContext, attrs: dict, action: str) -> str:
+    def _project_for(context: RequestContext, attrs: dict, action: str,
+                     service: bool = False) -> str:
+        """The project a new resource belongs to: the caller's, where it is a member;
+        any, for admins (and for services, where ``service`` says they may)."""
         project_id = attrs.get("project_id") or attrs.get("tenant_id") or context.project_id
-        policy.enforce(project_id == context.project_id or policy.is_admin(context),
-                       f"{action}:project_id")
+        trusted = policy.is_admin_or_service(context) if service else policy.is_admin(context)
+        policy.enforce(trusted or policy.is_member_of(context, project_id),
+                       action if project_id == context.project_id else f"{action}:project_id")
         return project_id or ""
 
     def _notify_dhcp(self, context: RequestContext, method: str, payload: dict) -> None:

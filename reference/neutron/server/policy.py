@@ -33,6 +33,22 @@ def can_see_port(context: RequestContext, port) -> bool:
     return is_admin_or_service(context) or owns(context, port.project_id)
 
 
+def is_member_of(context: RequestContext, project_id: str | None) -> bool:
+    """``PROJECT_MEMBER``: the member role, on the project that owns the resource (a
+    reader of that project may look, not change; a token with no project owns nothing)."""
+    return owns(context, project_id) and "member" in (context.roles or [])
+
+
+def can_change(context: RequestContext, project_id: str | None) -> bool:
+    """``ADMIN_OR_PROJECT_MEMBER``: create, update or delete a network or subnet."""
+    return is_admin(context) or is_member_of(context, project_id)
+
+
+def can_change_port(context: RequestContext, project_id: str | None) -> bool:
+    """Ports also let services change them: Nova binds and deletes its instances' ports."""
+    return is_admin_or_service(context) or is_member_of(context, project_id)
+
+
 def enforce(allowed: bool, action: str) -> None:
     """Raise ``PolicyNotAuthorized`` (403) for ``action`` unless ``allowed``."""
     if not allowed:

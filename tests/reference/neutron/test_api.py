@@ -103,9 +103,14 @@ def test_faults(netcloud):
     demo = netcloud.token("demo")
     network = netcloud.request("GET", "/networks", demo).json()["networks"][0]
     cases = [
-        ({"port": {}}, (400, "BadRequest")),
-        ({"port": {"network_id": network["id"], "colour": "red"}}, (400, "BadRequest")),
-        ({"port": {"network_id": "no-such-network"}}, (404, "NetworkNotFound")),
+        ({"port": {}}, (400, "HTTPBadRequest")),
+        ({"port": {"network_id": network["id"], "colour": "red"}}, (400, "HTTPBadRequest")),
+        ({"port": {"network_id": "no-such-network"}}, (400, "HTTPBadRequest")),
+        ({"port": {"network_id": "0b6ee1f6-5dd1-4f6a-9d62-0c5a2c1f3a11"}},
+         (404, "NetworkNotFound")),
+        ({"port": {"network_id": network["id"], "mac_address": "zz:zz"}},
+         (400, "HTTPBadRequest")),
+        ({"port": {"network_id": network["id"], "name": {"a": 1}}}, (400, "HTTPBadRequest")),
         ({"port": {"network_id": network["id"], "binding:host_id": "compute-1"}},
          (403, "PolicyNotAuthorized")),
         ({"port": {"network_id": network["id"],

@@ -20,12 +20,15 @@ def instrument_flask(app, tracer_provider) -> None:
                                      enable_commenter=False)
 
 
-def http_client(tracer_provider=None, *, timeout: float = 30.0) -> httpx.Client:
+def http_client(tracer_provider=None, *, timeout: float = 30.0,
+                local_address: str | None = None) -> httpx.Client:
     """An HTTP client whose CLIENT spans (and ``traceparent``) belong to one service.
 
-    ``tracer_provider=None`` leaves the client uninstrumented (untraced baseline).
+    ``tracer_provider=None`` leaves the client uninstrumented (untraced baseline);
+    ``local_address`` is the address its connections come from.
     """
-    client = httpx.Client(timeout=timeout)
+    transport = httpx.HTTPTransport(local_address=local_address) if local_address else None
+    client = httpx.Client(timeout=timeout, transport=transport)
     if tracer_provider is not None:
         HTTPXClientInstrumentor.instrument_client(client, tracer_provider=tracer_provider)
     return client

@@ -1,8 +1,8 @@
 """Lab 09: the learner's user data and property as the guest reads them, and steps 52-54.
 
 What nova-api-metadata serves is never taken from the learner's file: the checks
-ask the metadata proxy as the guest would (its fixed IP and network in the
-headers haproxy adds) and compare. The answers are checked against the learner's
+ask the metadata proxy as the guest would (from the loopback address that stands
+for its port) and compare. The answers are checked against the learner's
 boot (the paths on the proxy's SERVER spans, the address in its port lookup, the
 instance it vouched for) and against nova-api-metadata itself, which accepts a
 signature only if it is the HMAC of the instance id under the shared secret.
@@ -39,11 +39,7 @@ def _port(ctx, server: dict) -> dict:
 
 def _as_guest(ctx, path: str) -> httpx.Response:
     """GET ``path`` from the metadata proxy as the guest of the learner's server would."""
-    server = _server(ctx)
-    port = _port(ctx, server)
-    headers = {"X-Forwarded-For": port["fixed_ips"][0]["ip_address"],
-               "X-Neutron-Network-ID": port["network_id"]}
-    return httpx.get(_url(ctx, "metadata-proxy") + path, headers=headers, timeout=30)
+    return ctx.as_guest(_port(ctx, _server(ctx)), path)
 
 
 def _guest_requests(ctx) -> list:

@@ -4,8 +4,9 @@ On KVM the guest's operating system boots and cloud-init asks the metadata
 service (``http://169.254.169.254``) who it is. libvirt's test hypervisor runs
 nothing, so when a guest reaches RUNNING the embedded cloud starts this
 stand-in in a thread of its own: it asks through neutron-metadata-proxy as
-the guest at its fixed IP would (its ``meta_data.json``, then its user data if
-it has any), traced as the ``cloud-init`` service on the guest's own host name.
+the guest would, from a loopback address of its port's own that stands for its
+fixed IP (its ``meta_data.json``, then its user data if it has any), traced
+as the ``cloud-init`` service on the guest's own host name.
 
 A real guest sends no trace context. The stand-in's span is parented on the
 compute host's ``spawn`` (and linked to it), because that start is what caused
@@ -22,6 +23,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from novalab.reference.deploy.wiring import Wiring
+from novalab.reference.neutron.agent.metadata import guest_source_address, shared_secret
 from novalab.reference.neutron.guest_agent import read_v2
 from novalab.tracing import attributes as attr
 
@@ -59,10 +61,10 @@ class GuestBoots:
                     attributes={attr.NOVALAB_STAND_IN:
                                 "guest first boot (libvirt test hypervisor)",
                                 attr.NOVA_INSTANCE_UUID: instance["uuid"]}):
-                with self.w.http("cloud-init", hostname) as http:
-                    meta, user_data = read_v2(
-                        self.w.urls["metadata-proxy"], _fixed_ip(vif), vif["network"]["id"],
-                        http, tracer=tracer)
+                source = guest_source_address(vif["id"], shared_secret(self.w.config.state_dir))
+                with self.w.http("cloud-init", hostname, local_address=source) as http:
+                    meta, user_data = read_v2(self.w.urls["metadata-proxy"], http,
+                                              tracer=tracer)
                     self.results[instance["uuid"]] = dict(meta, user_data=user_data)
         except Exception:
             LOG.exception("cloud-init of %s could not read its metadata", instance["uuid"])

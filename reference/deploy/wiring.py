@@ -122,8 +122,8 @@ class Wiring:
         self._transports.append(transport)
         return transport
 
-    def http(self, service: str, host: str | None = None):
-        client = http_client(self.provider(service, host))
+    def http(self, service: str, host: str | None = None, local_address: str | None = None):
+        client = http_client(self.provider(service, host), local_address=local_address)
         self._http_clients.append(client)
         return client
 

@@ -5,10 +5,10 @@ At boot cloud-init's OpenStack data source reads
 data, ``user_data``, when the server was given any) from the metadata address.
 In novalab the guest is a libvirt test domain with no network, so this module
 plays cloud-init from the host, over loopback, with its own ``service.name``
-(``cloud-init``). Because every loopback request comes from 127.0.0.1, it
-sends the headers haproxy would add in the network's namespace:
-``X-Forwarded-For`` with the guest's fixed IP and ``X-Neutron-Network-ID`` (see
-``agent/metadata/proxy.py``).
+(``cloud-init``). It sends no identity of its own: the ``http`` client it is
+given sends from the guest's own loopback address (``guest_source_address`` of
+its port), from which the proxy finds the port, as upstream's proxy does from
+the guest's IP in the network's namespace (see ``agent/metadata/proxy.py``).
 """
 
 from __future__ import annotations
@@ -26,37 +26,30 @@ class MetadataNotFound(RuntimeError):
     pass
 
 
-def metadata_headers(fixed_ip: str, network_id: str) -> dict[str, str]:
-    return {"X-Forwarded-For": fixed_ip, "X-Neutron-Network-ID": network_id}
-
-
 READ_V2 = {attr.CODE_FUNCTION_NAME: "cloudinit.sources.helpers.openstack.MetadataReader.read_v2",
            attr.CODE_FILE_PATH: "cloudinit/sources/helpers/openstack.py",
            attr.UPSTREAM_URL: CLOUD_INIT_URL}
 
 
-def _get(proxy_url: str, path: str, fixed_ip: str, network_id: str,
-         http: httpx.Client) -> httpx.Response:
-    response = http.get(f"{proxy_url.rstrip('/')}{path}",
-                        headers=metadata_headers(fixed_ip, network_id))
+def _get(proxy_url: str, path: str, http: httpx.Client) -> httpx.Response:
+    response = http.get(f"{proxy_url.rstrip('/')}{path}")
     if response.status_code != 200:
         raise MetadataNotFound(f"{path}: HTTP {response.status_code} {response.text[:200]}")
     return response
 
 
-def fetch_metadata(proxy_url: str, fixed_ip: str, network_id: str, http: httpx.Client,
+def fetch_metadata(proxy_url: str, http: httpx.Client,
                    path: str = "/openstack/latest/meta_data.json", tracer=None) -> dict:
-    """GET ``path`` through the metadata proxy as the guest at ``fixed_ip``; the JSON body.
+    """GET ``path`` through the metadata proxy as the guest ``http`` sends from; the JSON.
 
     Raises :class:`MetadataNotFound` on any non-200 answer, with the status.
     """
     tracer = tracer or trace.NoOpTracer()
     with tracer.start_as_current_span("MetadataReader.read_v2", attributes=READ_V2):
-        return _get(proxy_url, path, fixed_ip, network_id, http).json()
+        return _get(proxy_url, path, http).json()
 
 
-def read_v2(proxy_url: str, fixed_ip: str, network_id: str, http: httpx.Client,
-            tracer=None) -> tuple[dict, bytes | None]:
+def read_v2(proxy_url: str, http: httpx.Client, tracer=None) -> tuple[dict, bytes | None]:
     """What the guest reads at first boot, in one span: ``meta_data.json``, then its user
     data (or None when it has none).
 
@@ -67,10 +60,8 @@ def read_v2(proxy_url: str, fixed_ip: str, network_id: str, http: httpx.Client,
     """
     tracer = tracer or trace.NoOpTracer()
     with tracer.start_as_current_span("MetadataReader.read_v2", attributes=READ_V2):
-        meta = _get(proxy_url, "/openstack/latest/meta_data.json", fixed_ip, network_id,
-                    http).json()
-        files = _get(proxy_url, "/openstack/latest", fixed_ip, network_id, http).text.split()
+        meta = _get(proxy_url, "/openstack/latest/meta_data.json", http).json()
+        files = _get(proxy_url, "/openstack/latest", http).text.split()
         if "user_data" not in files:
             return meta, None
-        return meta, _get(proxy_url, "/openstack/latest/user_data", fixed_ip, network_id,
-                          http).content
+        return meta, _get(proxy_url, "/openstack/latest/user_data", http).content

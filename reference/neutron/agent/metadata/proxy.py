@@ -6,16 +6,20 @@ listening on 169.254.169.254:80, which adds ``X-Neutron-Network-ID`` and
 neutron-metadata-agent, which finds the guest's port and forwards to
 nova-api-metadata. novalab runs both halves as one HTTP service on loopback.
 
-On loopback every guest's source address is 127.0.0.1, so the guest (see
-``guest_agent.py``) sends the two headers haproxy would have added itself. The
-proxy then does the agent's part:
+Who is asking is never taken from the request's headers: a client can send any
+``X-Forwarded-For`` or ``X-Neutron-Network-ID``, and upstream's haproxy
+overwrites them. What vouches for the guest is where the request comes from.
+Each guest stand-in sends from its own loopback address, derived from its port
+(``guest_source_address``), so the proxy does the agent's part from the source
+address alone:
 
-1. find the port with that fixed IP on that network (neutron-server's REST API,
-   ``GET /v2.0/ports?fixed_ips=ip_address=…&network_id=…``, as the neutron service
-   user; upstream's agent asks over RPC, older ones used this same REST call);
-2. take the port's ``device_id`` as the instance id and its project;
+1. find the port whose guest address the request came from (neutron-server's
+   REST API, ``GET /v2.0/ports``, as the neutron service user; upstream's agent
+   asks by network and fixed IP, which its namespace vouches for);
+2. take the port's network, fixed IP, ``device_id`` (the instance) and project;
 3. forward to nova-api-metadata with ``X-Instance-ID``, ``X-Tenant-ID``,
-   ``X-Forwarded-For`` and ``X-Instance-ID-Signature`` (HMAC of the instance id).
+   ``X-Forwarded-For`` and ``X-Instance-ID-Signature`` (HMAC of the instance id
+   under the deployment's shared secret).
 """
 
 from __future__ import annotations
@@ -28,14 +32,13 @@ import httpx
 from flask import Flask, Response, request
 from opentelemetry import trace
 
-from novalab.reference.neutron.agent.metadata import sign_instance_id
+from novalab.reference.neutron.agent.metadata import guest_source_address, sign_instance_id
 from novalab.tracing import attributes as attr
 from novalab.tracing.http import instrument_flask
 from novalab.tracing.spans import upstream
 
 LOG = logging.getLogger(__name__)
 
-NETWORK_ID_HEADER = "X-Neutron-Network-ID"
 PROXY_BASE = "neutron/agent/metadata/proxy_base.py"
 AGENT = "neutron/agent/metadata/agent.py"
 
@@ -48,33 +51,48 @@ def _text(status: int, title: str, message: str) -> Response:
 
 class MetadataProxyHandler:
     def __init__(self, urls: dict[str, str], http: httpx.Client,
-                 service_token: Callable[..., str], tracer):
+                 service_token: Callable[..., str], tracer, secret: str):
         self.urls = urls  # neutron and metadata URLs, read at request time
         self.http = http
         self.service_token = service_token
         self.tracer = tracer
+        self.secret = secret
 
     def __call__(self) -> Response:
-        forwarded_for = request.headers.get("X-Forwarded-For", "").split(",")[0].strip()
-        network_id = request.headers.get(NETWORK_ID_HEADER)
-        if not forwarded_for or not network_id:
-            return _text(400, "Bad Request", "X-Forwarded-For and X-Neutron-Network-ID are "
-                                             "required (haproxy adds them upstream).")
+        source = request.remote_addr or ""
         try:
-            ipaddress.ip_address(forwarded_for)
-        except ValueError:
-            return _text(400, "Bad Request", f"Invalid X-Forwarded-For {forwarded_for!r}.")
-        try:
-            instance_id, project_id = self._get_instance_and_project_id(forwarded_for,
-                                                                        network_id)
+            port = self._port_of_source(source)
+            if port is None:
+                return _text(404, "Not Found", f"No guest port sends from {source}.")
+            instance_id, project_id = self._get_instance_and_project_id(
+                port["fixed_ip"], port["network_id"])
             if not instance_id:
                 return _text(404, "Not Found",
-                             f"Instance was not found on network {network_id}.")
-            return self._proxy_request(instance_id, project_id, forwarded_for)
+                             f"Instance was not found on network {port['network_id']}.")
+            return self._proxy_request(instance_id, project_id, port["fixed_ip"])
         except Exception:
             LOG.exception("Unexpected error.")
             return _text(500, "Internal Server Error",
                          "An unknown error has occurred. Please try your request again.")
+
+    def _port_of_source(self, source: str) -> dict | None:
+        """The guest port whose stand-in sends from ``source`` (what the namespace knows).
+
+        Written by hand: upstream needs no such lookup, because haproxy in the
+        network's namespace already knows the network and sees the guest's own IP.
+        """
+        try:
+            if not ipaddress.ip_address(source).is_loopback:
+                return None
+        except ValueError:
+            return None
+        for port in self._list("ports", [("fields", f) for f in
+                                         ("id", "network_id", "fixed_ips", "device_owner")]):
+            if port.get("device_owner", "").startswith("compute:") and port["fixed_ips"] \
+                    and guest_source_address(port["id"], self.secret) == source:
+                return {"network_id": port["network_id"],
+                        "fixed_ip": port["fixed_ips"][0]["ip_address"]}
+        return None
 
     @upstream(PROXY_BASE, "MetadataProxyHandlerBase._get_instance_and_project_id")
     def _get_instance_and_project_id(self, remote_address: str, network_id: str):
@@ -88,9 +106,12 @@ class MetadataProxyHandler:
 
     @upstream(AGENT, "MetadataProxyHandler._get_ports_from_server")
     def _get_ports_from_server(self, remote_address: str, network_id: str) -> list[dict]:
-        url = f"{self.urls['neutron']}/v2.0/ports"
-        params = [("fixed_ips", f"ip_address={remote_address}"), ("network_id", network_id),
-                  ("fields", "device_id"), ("fields", "project_id")]
+        return self._list("ports", [("fixed_ips", f"ip_address={remote_address}"),
+                                    ("network_id", network_id),
+                                    ("fields", "device_id"), ("fields", "project_id")])
+
+    def _list(self, collection: str, params: list) -> list[dict]:
+        url = f"{self.urls['neutron']}/v2.0/{collection}"
         response = None
         for attempt in range(2):  # one retry with a fresh token
             response = self.http.get(url, params=params, headers={
@@ -98,7 +119,7 @@ class MetadataProxyHandler:
             if response.status_code != 401:
                 break
         response.raise_for_status()
-        return response.json()["ports"]
+        return response.json()[collection]
 
     @upstream("neutron/common/metadata.py",
               "MetadataProxyHandlerBaseSocketServer._proxy_request")
@@ -107,7 +128,7 @@ class MetadataProxyHandler:
         trace.get_current_span().set_attribute(attr.NOVA_INSTANCE_UUID, instance_id)
         headers = {"X-Forwarded-For": remote_address, "X-Instance-ID": instance_id,
                    "X-Tenant-ID": project_id,
-                   "X-Instance-ID-Signature": sign_instance_id(instance_id)}
+                   "X-Instance-ID-Signature": sign_instance_id(instance_id, self.secret)}
         url = f"{self.urls['metadata']}{request.path}"
         try:
             response = self.http.request(request.method, url, headers=headers,
@@ -129,7 +150,12 @@ def create_app(handler: MetadataProxyHandler, tracer_provider=None) -> Flask:
     app = Flask("neutron-metadata-proxy")
     if tracer_provider is not None:
         instrument_flask(app, tracer_provider)
-    app.add_url_rule("/", "proxy", handler, methods=["GET", "POST", "HEAD"])
-    app.add_url_rule("/<path:path>", "proxy_path", lambda path: handler(),
-                     methods=["GET", "POST", "HEAD"])
+
+    def proxy(path: str = "") -> Response:
+        return handler()
+
+    # A guest's POST (its password) passes through to nova-api-metadata untouched.
+    proxy.raw_body_reason = "proxied as is to nova-api-metadata, which reads it"
+    app.add_url_rule("/", "proxy", proxy, methods=["GET", "POST", "HEAD"])
+    app.add_url_rule("/<path:path>", "proxy_path", proxy, methods=["GET", "POST", "HEAD"])
     return app

@@ -15,6 +15,7 @@ from novalab.reference.cinder.db import models as _cinder_models  # noqa: F401 (
 from novalab.reference.common.db import Base, Database
 from novalab.reference.deploy import services
 from novalab.reference.deploy.guest import GuestBoots
+from novalab.reference.deploy.statedir import StateDirLock
 from novalab.reference.deploy.wiring import CloudConfig, Wiring
 from novalab.reference.glance import models as _glance_models  # noqa: F401 (tables)
 from novalab.reference.keystone import models as _keystone_models  # noqa: F401 (tables)
@@ -57,6 +58,7 @@ class EmbeddedCloud:
         return f"{self.urls['keystone']}/v3"
 
     def start(self) -> EmbeddedCloud:
+        self._lock = StateDirLock(self.config.state_dir, holder="an embedded cloud").acquire()
         try:
             self._start()
         except BaseException:
@@ -96,6 +98,8 @@ class EmbeddedCloud:
     def stop(self) -> None:
         self.wiring.close()
         self.computes.clear()
+        if getattr(self, "_lock", None) is not None:
+            self._lock.release()
 
     def __enter__(self) -> EmbeddedCloud:
         return self.start()

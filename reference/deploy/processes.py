@@ -45,6 +45,7 @@ from novalab.reference.deploy.statedir import (  # noqa: F401 (re-exported)
     ENV_DB,
     ENV_TRANSPORT,
     StateDir,
+    StateDirLock,
     Unit,
     read_json,
     write_json,
@@ -157,6 +158,7 @@ def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
         raise DeployError(f"{name} takes no --host")
     state = StateDir(state_dir).make()
     unit = Unit(name, host)
+    lock = StateDirLock(state.root, shared=True).acquire()  # one cloud: `up`'s processes
     stop = stop or _stop_on_signals()
     telemetry = Telemetry(file_path=state.trace_file(unit.id), otlp=True)
     config = CloudConfig(state_dir=state.root, db_url=db_url, transport_url=transport_url,
@@ -185,6 +187,7 @@ def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
         state.ready_file(unit).unlink(missing_ok=True)
         wiring.close()
         telemetry.shutdown()
+        lock.release()
 
 
 def run_web_page(state_dir: str | os.PathLike, *, port: int | None = None,

@@ -101,3 +101,58 @@ class StateDir:
 
     def ready(self, unit: Unit) -> dict | None:
         return read_json(self.ready_file(unit))
+
+
+LOCK_FILE = "novalab.lock"
+
+
+class StateDirBusy(RuntimeError):
+    """Another cloud already runs from this state directory."""
+
+
+class StateDirLock:
+    """An ``flock`` on ``STATE/novalab.lock`` for as long as a cloud runs from it.
+
+    An embedded cloud (``boot``, ``serve``, a lab cloud) takes it *exclusive*:
+    two of them on one directory would share pid files, dnsmasq's files and the
+    database, and the first to stop would break the other. Each process of
+    ``up`` takes it *shared*: they belong to one cloud. The kernel drops the lock
+    when the process dies, so a crash never leaves a stale lock behind (a pid
+    file alone can: the check and the write were two steps).
+    """
+
+    def __init__(self, root: str | os.PathLike, *, shared: bool = False, holder: str = ""):
+        self.path = Path(root) / LOCK_FILE
+        self.shared = shared
+        self.holder = holder or f"pid {os.getpid()}"
+        self._fd: int | None = None
+
+    def acquire(self) -> StateDirLock:
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            held_by = self.path.read_text().strip() or "another process"
+            raise StateDirBusy(
+                f"a cloud already runs from {self.path.parent} ({held_by}): stop it first, "
+                "or give another --state-dir") from None
+        if not self.shared:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{self.holder}, pid {os.getpid()}\n".encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
+
+    def __enter__(self) -> StateDirLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()

@@ -250,7 +250,11 @@ def _store_traces(state_dir, servers, request_ids, trace_ids, latest, since, tim
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8700, show_default=True, type=click.IntRange(0, 65535),
               help="Port to listen on (0: any free port).")
-def web(state_dir, host, port):
+@click.option("--require-auth", is_flag=True,
+              help="Ask for a keystone token even on loopback (always asked elsewhere).")
+@click.option("--auth-url", default=None,
+              help="The keystone to ask (default: the deployment's, from its state dir).")
+def web(state_dir, host, port, require_auth, auth_url):
     """Serve the trace page: the traces as they arrive, and each one as a sequence
     diagram, flow check, timeline and call graph. Runs until Ctrl-C.
 
@@ -265,7 +269,7 @@ def web(state_dir, host, port):
     try:
         web_app.serve(state, host, port, on_ready=lambda server: click.echo(
             f"novalab web: {web_app.page_url(server)}  (traces in {state / 'traces'}; "
-            "Ctrl-C to stop)"))
+            "Ctrl-C to stop)"), require_auth=require_auth, auth_url=auth_url)
     except OSError as exc:
         raise InputError(str(exc)) from exc
 

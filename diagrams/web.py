@@ -1,6 +1,6 @@
 """``novalab web``: the trace page, a small local web app over one trace store.
 
-    novalab web [--state-dir DIR] [--host 127.0.0.1] [--port 8700]
+    novalab web [--state-dir DIR] [--host 127.0.0.1] [--port 8700] [--require-auth]
 
 ``novalab serve`` and ``novalab up`` host it too, on http://127.0.0.1:8700.
 Everything the page needs is served by the app itself (``web_static/``: two
@@ -23,6 +23,12 @@ JSON, for the pages' scripts and for anyone's ``curl``::
     /api/trace/<id>/callgraph.svg         the call graph (503 when graphviz' dot is missing)
     /api/trace/<id>/otlp.json | jaeger.json | sequence.svg|html|mmd|puml   downloads
 
+On loopback (the default) the page asks nothing. Bound to any other address, or
+with ``--require-auth``, it asks for a keystone token and shows each project
+only its own boots (``web_auth.py``); admins see every trace::
+
+    /login                    a form that logs in to the deployment's keystone (a cookie)
+
 The pages poll: the list every second, the trace page too, re-running the flow
 check whenever new spans arrived, which is how a boot's steps appear while it
 runs. No websockets: a poll that finds nothing new costs one small answer.
@@ -36,10 +42,10 @@ import signal
 import threading
 from pathlib import Path
 
-from flask import Flask, Response, jsonify, redirect, request, send_from_directory
+from flask import Flask, Response, g, jsonify, redirect, request, send_from_directory
 from werkzeug.exceptions import HTTPException
 
-from novalab.diagrams import web_data
+from novalab.diagrams import web_auth, web_data
 from novalab.diagrams.web_data import LATEST, LiveStore
 from novalab.tracing.store import NoTrace
 
@@ -83,12 +89,72 @@ def _error_page(code: int, message: str) -> Response:
     return response
 
 
-def create_app(state_dir: str | Path) -> Flask:
-    """The trace page over the trace store in ``state_dir`` (``STATE_DIR/traces/``)."""
+def create_app(state_dir: str | Path, gate: web_auth.KeystoneGate | None = None) -> Flask:
+    """The trace page over the trace store in ``state_dir`` (``STATE_DIR/traces/``).
+
+    With a ``gate``, every page and answer needs a keystone token, and shows only
+    the traces that token may see.
+    """
     app = Flask(__name__, static_folder=str(STATIC), static_url_path="/static")
     app.json.sort_keys = False
     live = LiveStore(state_dir)
     app.extensions["novalab_store"] = live
+
+    def _visible(row) -> bool:
+        if gate is None:
+            return True
+        servers = row.servers if hasattr(row, "servers") else {}
+        return gate.may_see(g.viewer, list(servers))
+
+    def _shown(row):
+        """``row``, or the same 404 as for a trace the store does not hold."""
+        if row is not None and not _visible(row):
+            raise NotFound(f"no trace {row.id} here")
+        return row
+
+    def _latest():
+        """The newest boot this viewer may see (the page's ``latest``)."""
+        for row in live.rows():
+            if row["kind"] == "boot" and gate.may_see(g.viewer, [s["id"] for s in
+                                                                  row["servers"]]):
+                return row["trace_id"]
+        return None
+
+    if gate is not None:
+        @app.before_request
+        def _authenticate():
+            if request.path.startswith("/static/") or request.path in ("/login",
+                                                                       "/favicon.ico"):
+                return None
+            token = request.headers.get("X-Auth-Token") or request.cookies.get(
+                web_auth.COOKIE)
+            try:
+                g.viewer = gate.validate(token)
+            except web_auth.AuthFailed as exc:
+                if request.path.startswith("/api/"):
+                    return _error_page(401, f"{exc} Send a keystone token in X-Auth-Token, "
+                                            "or log in at /login.")
+                return redirect(f"/login?next={request.full_path.rstrip('?')}")
+            return None
+
+        @app.get("/login")
+        def login_page():
+            return send_from_directory(STATIC, "login.html")
+
+        @app.post("/login")
+        def login():
+            form = request.form
+            try:
+                token = gate.login(form.get("username", ""), form.get("password", ""),
+                                   form.get("project", "") or form.get("username", ""))
+            except web_auth.AuthFailed as exc:
+                return _error_page(401, str(exc))
+            target = request.args.get("next") or "/"
+            if not target.startswith("/") or target.startswith("//"):
+                target = "/"
+            response = redirect(target, code=303)
+            response.set_cookie(web_auth.COOKIE, token, httponly=True, samesite="Strict")
+            return response
 
     @app.errorhandler(NotFound)
     @app.errorhandler(NoTrace)
@@ -115,7 +181,7 @@ def create_app(state_dir: str | Path) -> Flask:
     def trace_page(ref):
         if ref == LATEST:
             return redirect("/live")
-        live.find(trace_id=_row_id(ref))  # a 404 page for a trace the store does not hold
+        _shown(live.find(trace_id=_row_id(ref)))  # a 404 page for a trace not held or shown
         return send_from_directory(STATIC, "trace.html")
 
     @app.get("/live")
@@ -124,11 +190,11 @@ def create_app(state_dir: str | Path) -> Flask:
 
     @app.get("/server/<path:server>")
     def by_server(server):
-        return redirect(f"/trace/{live.find(server=server).id}")
+        return redirect(f"/trace/{_shown(live.find(server=server)).id}")
 
     @app.get("/request/<path:request_id>")
     def by_request(request_id):
-        return redirect(f"/trace/{live.find(request_id=request_id).id}")
+        return redirect(f"/trace/{_shown(live.find(request_id=request_id)).id}")
 
     @app.get("/favicon.ico")
     def favicon():
@@ -142,11 +208,12 @@ def create_app(state_dir: str | Path) -> Flask:
         return jsonify({"state_dir": str(live.state_dir.absolute()),
                         "traces_dir": str(live.store.traces_dir.absolute()),
                         "exists": live.store.exists(),
-                        "rows": live.rows(everything)})
+                        "rows": [row for row in live.rows(everything) if gate is None
+                                 or gate.may_see(g.viewer, [s["id"] for s in row["servers"]])]})
 
     @app.get("/api/trace/<ref>")
     def api_trace(ref):
-        row, spans = live.load(_row_id(ref))
+        row, spans = _load(ref)
         if row is None:
             return jsonify(web_data.waiting_view(live.state_dir))
         if request.args.get("known") == web_data.version(row):
@@ -197,8 +264,17 @@ def create_app(state_dir: str | Path) -> Flask:
         model = sequence.from_check(check(Trace.of(spans), get_flow("classic")))
         return _download(sequence.render(model, fmt), mimetype, f"trace-{row.id}.{name}")
 
+    def _load(ref):
+        ref = _row_id(ref)
+        if gate is not None and ref == LATEST:
+            ref = _latest()
+            if ref is None:
+                return None, []
+        row, spans = live.load(ref)
+        return _shown(row), spans
+
     def _existing(ref):
-        row, spans = live.load(_row_id(ref))
+        row, spans = _load(ref)
         if row is None:
             raise NotFound(f"no boot in {live.state_dir} yet")
         return row, spans
@@ -214,15 +290,33 @@ def _download(body: str, mimetype: str, filename: str) -> Response:
 
 # -- running it ---------------------------------------------------------------------------------
 
-def start(state_dir: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT):
+def gate_for(state_dir: str | Path, host: str, require_auth: bool = False,
+             auth_url: str | None = None) -> web_auth.KeystoneGate | None:
+    """The keystone gate a page on ``host`` needs: none on loopback unless asked for.
+
+    Raises OSError when a gate is needed and no keystone is known.
+    """
+    if not require_auth and web_auth.is_loopback(host):
+        return None
+    url = auth_url or web_auth.identity_url(state_dir)
+    if not url:
+        raise OSError(f"novalab web: serving {host} asks for a keystone token, and no "
+                      f"deployment runs in {state_dir} to ask: give --auth-url")
+    return web_auth.KeystoneGate(url)
+
+
+def start(state_dir: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+          require_auth: bool = False, auth_url: str | None = None):
     """The page served from a daemon thread (``ServerThread``); ``.url``, ``.stop()``.
 
+    Off loopback (or with ``require_auth``) the page asks for a keystone token.
     Raises OSError with a clear message when the port is taken.
     """
     import socket
 
     from novalab.reference.common.wsgi import ServerThread
 
+    gate = gate_for(state_dir, host, require_auth, auth_url)
     busy = f"novalab web: cannot listen on {host}:{port}"
     if port:  # werkzeug would print its own message and exit: ask first
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
@@ -232,7 +326,8 @@ def start(state_dir: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_P
             except OSError as exc:
                 raise OSError(f"{busy}: {exc.strerror} (another novalab page?)") from exc
     try:
-        return ServerThread(create_app(state_dir), host, port, name="novalab web").start()
+        return ServerThread(create_app(state_dir, gate), host, port,
+                            name="novalab web").start()
     except SystemExit as exc:  # lost the race for the port after all
         raise OSError(f"{busy}: the port is in use") from exc
 
@@ -242,12 +337,12 @@ def page_url(server, path: str = "/") -> str:
 
 
 def serve(state_dir: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-          on_ready=None) -> None:
+          on_ready=None, require_auth: bool = False, auth_url: str | None = None) -> None:
     """Serve the page until SIGINT or SIGTERM (what ``novalab web`` runs).
 
     Raises OSError, before anything else changes, when the port is taken.
     """
-    server = start(state_dir, host, port)
+    server = start(state_dir, host, port, require_auth, auth_url)
     stop = threading.Event()
     previous = {}
     if threading.current_thread() is threading.main_thread():

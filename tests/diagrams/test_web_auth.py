@@ -1,0 +1,139 @@
+"""The trace page respects projects once it is reachable by others (issue 10, item 3).
+
+On loopback (the default) the page is the learner's own and asks nothing. Bound
+to any other address, or with ``require_auth``, it asks for a keystone token
+(a login form, or an ``X-Auth-Token`` header), and each project sees only the
+boots of the servers it may see; admins see every trace.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from novalab.diagrams import web, web_auth
+from novalab.reference.deploy import seed
+from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
+from novalab.tracing.otlp_json import OtlpJsonLinesExporter
+from novalab.tracing.setup import Telemetry
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("localhost", True),
+    ("0.0.0.0", False), ("::", False), ("192.168.1.20", False), ("lab.example", False)])
+def test_only_loopback_is_served_without_a_token(host, loopback):
+    assert web_auth.is_loopback(host) is loopback
+
+
+def _token(cloud, user, project) -> str:
+    body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
+        "name": user, "domain": {"id": "default"}, "password": cloud.config.password}}},
+        "scope": {"project": {"name": project, "domain": {"id": "default"}}}}}
+    response = httpx.post(f"{cloud.identity_url}/auth/tokens", json=body)
+    assert response.status_code == 201, response.text
+    return response.headers["X-Subject-Token"]
+
+
+@pytest.fixture(scope="module")
+def two_projects(tmp_path_factory):
+    """A cloud where demo and alt_demo each booted a server; its traces in the store."""
+    state = tmp_path_factory.mktemp("web-auth") / "cloud"
+    users = dict(seed.USERS)
+    seed.USERS.setdefault("alt_demo", {"project": "alt_demo", "roles": ["member", "reader"]})
+    telemetry = Telemetry(memory=True, otlp=False)
+    try:
+        with EmbeddedCloud(CloudConfig(state_dir=state, vif_plugging_timeout=1.0),
+                           telemetry) as cloud:
+            servers = {}
+            for user in ("demo", "alt_demo"):
+                token = _token(cloud, user, user)
+                response = httpx.post(f"{cloud.urls['nova']}/v2.1/servers", headers={
+                    "X-Auth-Token": token}, json={"server": {
+                        "name": f"{user}-vm", "flavorRef": "42",
+                        "imageRef": cloud.cirros["id"]}})
+                assert response.status_code == 202, response.text
+                servers[user] = response.json()["server"]["id"]
+            cloud.wait_idle(60)
+            exporter = OtlpJsonLinesExporter(Path(state) / "traces" / "serve.jsonl")
+            exporter.export(telemetry.finished_spans())
+            exporter.shutdown()
+            page = web.start(state, "127.0.0.1", 0, require_auth=True,
+                             auth_url=cloud.identity_url)
+            try:
+                yield cloud, page, servers
+            finally:
+                page.stop()
+    finally:
+        seed.USERS.clear()
+        seed.USERS.update(users)
+        telemetry.shutdown()
+
+
+def _rows(page, token) -> list[dict]:
+    response = httpx.get(f"{page.url}/api/traces?everything=1",
+                         headers={"X-Auth-Token": token})
+    assert response.status_code == 200, response.text
+    return response.json()["rows"]
+
+
+def _boot_of(page, token, server_id) -> str:
+    rows = _rows(page, token)
+    return next(r["trace_id"] for r in rows if server_id in {s["id"] for s in r["servers"]})
+
+
+def test_without_a_token_the_page_asks_for_one(two_projects):
+    _cloud, page, _servers = two_projects
+    assert httpx.get(f"{page.url}/api/traces").status_code == 401
+    assert httpx.get(f"{page.url}/api/trace/latest").status_code == 401
+    response = httpx.get(f"{page.url}/")
+    assert response.status_code == 302 and response.headers["Location"].startswith("/login")
+    assert httpx.get(f"{page.url}/api/traces",
+                     headers={"X-Auth-Token": "not-a-token"}).status_code == 401
+    assert "<form" in httpx.get(f"{page.url}/login").text
+
+
+def test_a_project_sees_only_its_own_boots(two_projects):
+    cloud, page, servers = two_projects
+    demo, alt = _token(cloud, "demo", "demo"), _token(cloud, "alt_demo", "alt_demo")
+    seen_by_demo = {s["id"] for r in _rows(page, demo) for s in r["servers"]}
+    assert servers["demo"] in seen_by_demo
+    assert servers["alt_demo"] not in seen_by_demo
+    assert all(r["servers"] for r in _rows(page, demo)), "a request trace of no server"
+    alt_boot = _boot_of(page, alt, servers["alt_demo"])
+    for path in (f"/api/trace/{alt_boot}", f"/trace/{alt_boot}",
+                 f"/api/trace/{alt_boot}/otlp.json", f"/api/trace/{alt_boot}/jaeger.json",
+                 f"/api/trace/{alt_boot}/sequence.mmd", f"/api/trace/{alt_boot}/callgraph.svg",
+                 f"/server/{servers['alt_demo']}", "/server/alt_demo-vm"):
+        response = httpx.get(page.url + path, headers={"X-Auth-Token": demo})
+        assert response.status_code == 404, (path, response.status_code)
+    latest = httpx.get(f"{page.url}/api/trace/latest", headers={"X-Auth-Token": demo}).json()
+    assert servers["alt_demo"] not in {s["id"] for s in latest.get("servers", [])}
+    own = _boot_of(page, demo, servers["demo"])
+    assert httpx.get(f"{page.url}/api/trace/{own}",
+                     headers={"X-Auth-Token": demo}).status_code == 200
+
+
+def test_admin_sees_every_trace(two_projects):
+    cloud, page, servers = two_projects
+    admin = _token(cloud, "admin", "admin")
+    seen = {s["id"] for r in _rows(page, admin) for s in r["servers"]}
+    assert {servers["demo"], servers["alt_demo"]} <= seen
+    assert any(not r["servers"] for r in _rows(page, admin)), "admin sees request traces too"
+
+
+def test_the_login_form_keeps_the_token_in_a_cookie(two_projects):
+    cloud, page, servers = two_projects
+    with httpx.Client(base_url=page.url) as browser:
+        refused = browser.post("/login", data={"username": "demo", "password": "wrong",
+                                               "project": "demo"})
+        assert refused.status_code == 401
+        response = browser.post("/login", data={"username": "alt_demo", "project": "alt_demo",
+                                                "password": cloud.config.password})
+        assert response.status_code == 303
+        cookie = response.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie
+        seen = {s["id"] for r in browser.get("/api/traces?everything=1").json()["rows"]
+                for s in r["servers"]}
+        assert seen and servers["demo"] not in seen

@@ -77,7 +77,32 @@ def start_cloud(telemetry: Telemetry, workdir: Path, label: str,
     node.write_text(TEST_NODE.format(memory_kib=64 * 1024 * 1024))
     uri = "test:///default" if whole_cast else f"test://{node}"
     config = CloudConfig(state_dir=state, libvirt_uri=uri, network=whole_cast)
-    return EmbeddedCloud(config, telemetry).start()
+    cloud = EmbeddedCloud(config, telemetry).start()
+    lift_quotas(cloud, "demo")
+    return cloud
+
+
+def lift_quotas(cloud: EmbeddedCloud, project: str) -> None:
+    """As an admin would for a load test: no quota on ``project`` (a benchmark boots
+    far more than the default 10 instances and 10 volumes), through the quota APIs."""
+    with http_client() as http:
+        admin = CloudClient(cloud.identity_url, http)
+        admin.authenticate("admin", cloud.config.password, "admin")
+        target = CloudClient(cloud.identity_url, http)
+        target.authenticate(project, cloud.config.password, project)
+        headers = {"X-Auth-Token": admin.token}
+        pid = target.project_id
+        unlimited = {"compute": ("os-quota-sets", "quota_set",
+                                 {"instances": -1, "cores": -1, "ram": -1}),
+                     "volumev3": ("os-quota-sets", "quota_set",
+                                  {"volumes": -1, "gigabytes": -1}),
+                     "network": ("v2.0/quotas", "quota", {"port": -1})}
+        for service, (path, key, values) in unlimited.items():
+            if service not in admin.catalog:
+                continue
+            response = http.put(f"{admin.endpoint(service)}/{path}/{pid}", headers=headers,
+                                json={key: values})
+            response.raise_for_status()
 
 
 class Bench:

@@ -229,3 +229,29 @@ print("deleted", conn.get_server("sdk-vm") is None)
     status, address, *rest = result.stdout.split()
     assert status == "ACTIVE" and address.startswith("10.0.0.")
     assert rest == ["deleted", "True"]
+
+
+def test_an_admin_runs_a_class_with_the_cli(cloud_env):
+    """Projects, users and grants as an admin types them; a disabled learner is locked out."""
+    admin = dict(cloud_env, OS_USERNAME="admin", OS_PROJECT_NAME="admin")
+    openstack(admin, "project", "create", "--description", "class B", "class-b")
+    openstack(admin, "user", "create", "--project", "class-b", "--password", "pw1",
+              "--email", "b1@example.org", "learner-b1")
+    openstack(admin, "role", "add", "--project", "class-b", "--user", "learner-b1", "member")
+    assert {p["Name"] for p in table(admin, "project", "list")} >= {"admin", "demo",
+                                                                   "alt_demo", "class-b"}
+    assert table(admin, "user", "show", "learner-b1")["email"] == "b1@example.org"
+    roles = table(admin, "role", "assignment", "list", "--project", "class-b", "--names")
+    assert [r["Role"] for r in roles] == ["member"]
+
+    learner = dict(cloud_env, OS_USERNAME="learner-b1", OS_PROJECT_NAME="class-b",
+                   OS_PASSWORD="pw1")
+    assert table(learner, "server", "list") == []
+    openstack(admin, "user", "set", "--disable", "learner-b1")
+    refused = openstack(learner, "server", "list", expect_ok=False)
+    assert refused.returncode != 0 and "401" in refused.stderr
+    # Members may not manage identity: the CLI reports keystone's 403.
+    denied = openstack(cloud_env, "project", "create", "sneaky", expect_ok=False)
+    assert denied.returncode != 0 and "403" in denied.stderr
+    openstack(admin, "user", "delete", "learner-b1")
+    openstack(admin, "project", "delete", "class-b")

@@ -93,7 +93,7 @@ def test_an_unreachable_broker_fails_the_create_and_the_instance(cloud):
     assert caught.value.status == 500  # nova-api's computeFault, as upstream's 500
     assert "the broker is unreachable" in str(caught.value)
     (instance,) = cloud.compute_api.get_all(get_admin_context(), all_tenants=True,
-                                            name="no-broker")
+                                            name_match=lambda name: name == "no-broker")
     assert (instance["vm_state"], instance["task_state"]) == ("error", None)
     fault = cloud.compute_api.faults_for([instance])[instance["uuid"]]
     assert re.match(r"^Could not deliver a message to memory:///\w+: not confirmed within "

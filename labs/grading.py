@@ -34,6 +34,8 @@ import httpx
 from novalab.labs.cloud import Cloud
 from novalab.labs.course import Lab
 from novalab.reference.deploy.client import ClientError, CloudClient
+from novalab.reference.neutron.agent.metadata import guest_source_address, shared_secret
+from novalab.tracing import attributes as attr
 from novalab.tracing.model import Trace
 from novalab.tracing.store import NoTrace, TraceStore
 
@@ -145,6 +147,30 @@ class Context:
             raise Fail(f"{server['name']} is {server['status']}"
                        + (f": {server['fault']['message']}" if server.get("fault") else ""))
         return server
+
+    def request_trace(self, request_id: str, copy_from: str) -> tuple[Trace, list]:
+        """The trace of the request ``request_id`` a learner answered with, and the
+        SERVER spans that answered it (any service; the caller picks). ``copy_from``
+        says where the id is found, for the failure when no trace has it."""
+        try:
+            selection = self.store.select(request_id=request_id, timeout=self.trace_timeout)
+        except NoTrace as exc:
+            raise Fail(f"no trace has the request id {request_id!r}: copy it from "
+                       f"{copy_from}") from exc
+        trace = Trace.of(selection.spans)
+        return trace, [s for s in trace if s.kind == "SERVER"
+                       and s.get(attr.OPENSTACK_REQUEST_ID) == request_id]
+
+    def as_guest(self, port: dict, path: str) -> httpx.Response:
+        """GET ``path`` from the metadata proxy as the guest on ``port`` would: from the
+        loopback address that stands for its port (``guest_source_address``)."""
+        proxy = self.cloud.urls.get("metadata-proxy")
+        if not proxy:
+            raise Fail("this cloud names no metadata proxy (cloud.json): start the lab again")
+        source = guest_source_address(port["id"], shared_secret(self.cloud.state_dir))
+        with httpx.Client(transport=httpx.HTTPTransport(local_address=source),
+                          timeout=30) as guest:
+            return guest.get(f"{proxy.rstrip('/')}{path}")
 
     def require_whole_boot(self, name: str):
         """The flow check of the boot of ``name``, which must match every step it implies,

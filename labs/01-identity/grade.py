@@ -13,8 +13,6 @@ from datetime import UTC, datetime
 from novalab.diagrams.flows.rules import http_server, sql_statement
 from novalab.labs.grading import Fail, check
 from novalab.tracing import attributes as attr
-from novalab.tracing.model import Trace
-from novalab.tracing.store import NoTrace
 
 _VALIDATE = http_server("GET", r"/auth/tokens$")
 
@@ -142,14 +140,9 @@ def validator(ctx):
 @check("a cinder request served from the token cache (answer cached-request)")
 def cached_request(ctx):
     given = ctx.answer("cached-request")
-    try:
-        selection = ctx.store.select(request_id=given, timeout=ctx.trace_timeout)
-    except NoTrace as exc:
-        raise Fail(f"no trace has the request id {given!r}: copy it from the "
-                   "x-openstack-request-id header of cinder's answer (curl -si)") from exc
-    trace = Trace.of(selection.spans)
-    served = [s for s in trace if s.service == "cinder-api" and s.kind == "SERVER"
-              and s.get(attr.OPENSTACK_REQUEST_ID) == given]
+    trace, answered = ctx.request_trace(
+        given, "the x-openstack-request-id header of cinder's answer (curl -si)")
+    served = [s for s in answered if s.service == "cinder-api"]
     if not served:
         raise Fail(f"{given} is not the id of a request cinder-api answered")
     span = served[0]

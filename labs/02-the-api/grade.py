@@ -12,7 +12,6 @@ from novalab.diagrams.flows.rules import http_server, sql_statement
 from novalab.labs.grading import Fail, check
 from novalab.tracing import attributes as attr
 from novalab.tracing.model import Trace
-from novalab.tracing.store import NoTrace
 
 _CREATE = http_server("POST", r"/servers$")
 _POLL = http_server("GET", r"/servers/<server_id>$|/servers/[0-9a-f-]{36}$")
@@ -22,13 +21,9 @@ _EMPTY = {"none", "null", "-", "''", '""'}
 @check("nova-api refused your bad body with 400 (answer bad-request)")
 def bad_request(ctx):
     given = ctx.answer("bad-request")
-    try:
-        selection = ctx.store.select(request_id=given, timeout=ctx.trace_timeout)
-    except NoTrace as exc:
-        raise Fail(f"no trace has the request id {given!r}: copy it from the "
-                   "x-openstack-request-id header of nova's answer (curl -si)") from exc
-    spans = [s for s in Trace.of(selection.spans) if s.service == "nova-api" and _CREATE(s)
-             and s.get(attr.OPENSTACK_REQUEST_ID) == given]
+    _, answered = ctx.request_trace(
+        given, "the x-openstack-request-id header of nova's answer (curl -si)")
+    spans = [s for s in answered if s.service == "nova-api" and _CREATE(s)]
     if not spans:
         raise Fail(f"{given} is not a POST /servers nova-api answered: send the body to "
                    "nova's /servers (step 2 of the guide)")

@@ -10,10 +10,7 @@ the step the question names, or the attribute nova-compute recorded.
 
 import re
 
-import httpx
-
 from novalab.labs.grading import Fail, check
-from novalab.reference.neutron.guest_agent import metadata_headers
 from novalab.tracing import attributes as attr
 
 FLAVOR = "m1.tiny"
@@ -113,12 +110,7 @@ def user_data(ctx):
         raise Fail(f"{path.name} is empty")
     server = _server(ctx)
     port = _port(ctx, server)
-    proxy = ctx.cloud.urls.get("metadata-proxy")
-    if not proxy:
-        raise Fail("this cloud names no metadata proxy (cloud.json): start the lab again")
-    address = port["fixed_ips"][0]["ip_address"]
-    response = httpx.get(f"{proxy.rstrip('/')}/openstack/latest/user_data", timeout=30,
-                         headers=metadata_headers(address, port["network_id"]))
+    response = ctx.as_guest(port, "/openstack/latest/user_data")
     if response.status_code == 404:
         raise Fail(f"{server['name']} has no user data: boot it with --user-data {USER_DATA}")
     response.raise_for_status()

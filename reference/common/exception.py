@@ -89,6 +89,10 @@ class UnexpectedTaskStateError(Conflict):
     )
 
 
+class UnexpectedDeletingTaskStateError(UnexpectedTaskStateError):
+    """The instance is being deleted: whatever worked on it stops (and cleans up)."""
+
+
 class NoValidHost(NovaLabException):
     msg_fmt = "No valid host was found. %(reason)s"
 

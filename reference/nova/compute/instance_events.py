@@ -23,6 +23,7 @@ from novalab.tracing import attributes as attr
 from novalab.tracing.spans import code_attributes
 
 LOG = logging.getLogger(__name__)
+CANCELLED = "cancelled"  # a waiter's status when its instance is deleted
 _MANAGER = "nova/compute/manager.py"
 
 
@@ -47,6 +48,7 @@ class InstanceEvents:
     def __init__(self):
         self._lock = threading.Lock()
         self._events: dict[str, dict[str, _Waiter]] = {}
+        self._deleting: set[str] = set()
 
     @staticmethod
     def key(name: str, tag: str | None) -> str:
@@ -56,7 +58,10 @@ class InstanceEvents:
                                    tag: str | None) -> _Waiter:
         waiter = _Waiter(name, tag)
         with self._lock:
-            self._events.setdefault(instance_uuid, {})[self.key(name, tag)] = waiter
+            if instance_uuid in self._deleting:
+                waiter.set(CANCELLED)  # deleted before its build came to wait
+            else:
+                self._events.setdefault(instance_uuid, {})[self.key(name, tag)] = waiter
         return waiter
 
     def pop_instance_event(self, instance_uuid: str, name: str, tag: str | None):
@@ -66,6 +71,36 @@ class InstanceEvents:
     def clear_events_for_instance(self, instance_uuid: str) -> None:
         with self._lock:
             self._events.pop(instance_uuid, None)
+
+    def cancel_events_for_instance(self, instance_uuid: str) -> int:
+        """The instance is being deleted: wake its waiters now, and any it prepares later.
+
+        Upstream's delete queues behind the build's instance lock, so a build
+        whose event never comes holds the delete for the whole
+        ``vif_plugging_timeout``. novalab wakes the waiters as upstream's
+        ``cancel_all_events`` does at shutdown, for this one instance
+        (docs/decisions.md). Returns how many waiters were woken.
+        """
+        with self._lock:
+            self._deleting.add(instance_uuid)
+            waiters = self._events.pop(instance_uuid, {})
+        for waiter in waiters.values():
+            waiter.set(CANCELLED)
+        return len(waiters)
+
+    def forget_instance(self, instance_uuid: str) -> None:
+        """The instance is gone: nothing more to cancel for it."""
+        with self._lock:
+            self._deleting.discard(instance_uuid)
+
+    def cancel_all_events(self) -> int:
+        """The service is stopping: every waiter wakes with a failed event (as upstream)."""
+        with self._lock:
+            waiters = [w for events in self._events.values() for w in events.values()]
+            self._events.clear()
+        for waiter in waiters:
+            waiter.set("failed")
+        return len(waiters)
 
 
 class ComputeVirtAPI:
@@ -98,6 +133,13 @@ class ComputeVirtAPI:
                         raise exception.VirtualInterfaceCreateException(
                             reason=f"timed out after {deadline:.0f} s waiting for "
                                    f"{waiter.name} ({waiter.tag})")
+                    if waiter.status == CANCELLED:
+                        span.add_event("wait cancelled: the instance is being deleted",
+                                       {attr.NOVA_EVENT: waiter.name,
+                                        attr.NOVA_EVENT_TAG: waiter.tag or ""})
+                        raise exception.UnexpectedDeletingTaskStateError(
+                            instance_uuid=instance["uuid"], expected="spawning",
+                            actual="deleting")
                     span.add_event("event received", {attr.NOVA_EVENT: waiter.name,
                                                       attr.NOVA_EVENT_TAG: waiter.tag or "",
                                                       attr.NOVA_EVENT_STATUS: waiter.status})

@@ -139,7 +139,9 @@ class ComputeManager:
         self._heartbeat.start()
 
     def stop(self) -> None:
+        """Stop: builds waiting for an event fail now (``cleanup_host``), the rest finish."""
         self._stop.set()
+        self.instance_events.cancel_all_events()
         self._builds.shutdown(wait=True, cancel_futures=False)
 
     # Build ---------------------------------------------------------------------------
@@ -454,16 +456,23 @@ class ComputeManager:
         """RPC endpoint (cast): destroy the guest, then the instance record.
 
         Recorded as the event ``compute_terminate_instance`` of the ``delete`` action.
+        A build of this instance still waiting for an event stops waiting first: it
+        cleans up and gives the lock up (``InstanceEvents.cancel_events_for_instance``).
         """
-        with self._instance_locks[instance["uuid"]]:
-            self.driver.destroy(context, instance)
-            self._cleanup_allocated_networks(context, instance)
-            self._cleanup_volumes(context, instance)
-            try:
-                # Nova saves vm_state DELETED, then destroys the row: two writes, between
-                # which the server is DELETED yet still listed. `server delete --wait`
-                # returns on DELETED, so the state and the soft-delete go in one write.
-                self.conductor_api.instance_destroy(context, instance["uuid"])
-            except exception.InstanceNotFound:
-                pass
+        if self.instance_events.cancel_events_for_instance(instance["uuid"]):
+            trace.get_current_span().add_event("build's wait for events cancelled")
+        try:
+            with self._instance_locks[instance["uuid"]]:
+                self.driver.destroy(context, instance)
+                self._cleanup_allocated_networks(context, instance)
+                self._cleanup_volumes(context, instance)
+                try:
+                    # Nova saves vm_state DELETED, then destroys the row: two writes,
+                    # between which the server is DELETED yet still listed. `server
+                    # delete --wait` returns on DELETED, so both go in one write.
+                    self.conductor_api.instance_destroy(context, instance["uuid"])
+                except exception.InstanceNotFound:
+                    pass
+        finally:
+            self.instance_events.forget_instance(instance["uuid"])
         self._instance_locks.pop(instance["uuid"], None)

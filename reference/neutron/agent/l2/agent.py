@@ -112,13 +112,16 @@ class LibvirtBridgeManager:
                 return True
         return False
 
-    def wait_for_device(self, tap_name: str, timeout: float = 60.0) -> bool:
+    def wait_for_device(self, tap_name: str, timeout: float = 60.0,
+                        cancelled: threading.Event | None = None) -> bool:
         """Wait until the tap exists, as the agent's loop notices new devices.
 
         Upstream's loop scans the host for new taps every two seconds; novalab
         looks for this one port's tap more often (from 10 ms, backing off), so
         a boot is not slowed by the scan period. Only then is the port wired and
         reported up, so Nova hears network-vif-plugged after its guest exists.
+        The wait ends early when the agent stops or ``cancelled`` is set (the port
+        was deleted: its tap will never come).
         """
         if not self.sees_guests:
             return True
@@ -127,8 +130,8 @@ class LibvirtBridgeManager:
         while time.monotonic() < deadline:
             if self.device_exists(tap_name):
                 return True
-            if self.stopping.wait(delay):
-                return False  # the agent is stopping: give up at once
+            if (cancelled or self.stopping).wait(delay) or self.stopping.is_set():
+                return False  # deleted, or the agent is stopping: give up at once
             delay = min(delay * 1.5, 0.2)
         return False
 
@@ -210,6 +213,8 @@ class L2Agent:
         self.tracer = tracer
         self.devices: dict[str, str] = {}  # port id -> network id, as plugged here
         self._lock = threading.Lock()
+        # Ports whose tap is being waited for, and the event a port_delete sets.
+        self._waiting: dict[str, threading.Event] = {}
 
     @upstream(LB_AGENT, "LinuxBridgeRpcCallbacks.port_update", ref=LB_REF)
     def port_update(self, context: RequestContext, port: dict, network_type: str | None = None,
@@ -227,7 +232,16 @@ class L2Agent:
         context = get_admin_context()
         span = trace.get_current_span()
         started = time.monotonic()
-        if not self.mgr.wait_for_device(constants.tap_name(device)):
+        deleted = self._waiting.setdefault(device, threading.Event())
+        try:
+            appeared = self.mgr.wait_for_device(constants.tap_name(device), cancelled=deleted)
+        finally:
+            self._waiting.pop(device, None)
+        if deleted.is_set():
+            span.add_event("port deleted while waiting for its device",
+                           {attr.NEUTRON_PORT_ID: device})
+            return
+        if not appeared:
             LOG.warning("Device %s did not appear on %s; not reporting it up", device, self.host)
             span.add_event("device did not appear", {attr.NEUTRON_PORT_ID: device})
             return
@@ -251,6 +265,9 @@ class L2Agent:
     @upstream(COMMON_AGENT, "CommonAgentLoop.treat_devices_removed")
     def port_delete(self, context: RequestContext, port_id: str,
                     network_id: str | None = None) -> None:
+        waiting = self._waiting.get(port_id)
+        if waiting is not None:
+            waiting.set()  # its tap will never come: stop waiting for it
         with self._lock:
             network_id = self.devices.pop(port_id, network_id)
             if network_id:

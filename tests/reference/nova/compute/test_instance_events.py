@@ -48,3 +48,34 @@ def test_failed_event_fails_the_wait(virtapi):
 
 def test_unexpected_event_is_reported_not_kept(virtapi):
     assert not virtapi.deliver(INSTANCE["uuid"], "network-vif-plugged", "p9", "completed")
+
+
+def test_a_delete_wakes_a_waiting_build_as_deleted_not_failed(virtapi):
+    timer = threading.Timer(0.05, virtapi.events.cancel_events_for_instance, (INSTANCE["uuid"],))
+    with pytest.raises(exception.UnexpectedDeletingTaskStateError):
+        with virtapi.wait_for_instance_event(INSTANCE, [("network-vif-plugged", "p1")],
+                                             deadline=30):
+            timer.start()
+    timer.join()
+
+
+def test_a_build_deleted_before_it_waits_does_not_wait(virtapi):
+    virtapi.events.cancel_events_for_instance(INSTANCE["uuid"])
+    with pytest.raises(exception.UnexpectedDeletingTaskStateError):
+        with virtapi.wait_for_instance_event(INSTANCE, [("network-vif-plugged", "p1")],
+                                             deadline=30):
+            pass
+    virtapi.events.forget_instance(INSTANCE["uuid"])  # the instance is gone
+    with pytest.raises(exception.VirtualInterfaceCreateException, match="timed out"):
+        with virtapi.wait_for_instance_event(INSTANCE, [("network-vif-plugged", "p1")],
+                                             deadline=0.05):
+            pass
+
+
+def test_stopping_fails_every_wait(virtapi):
+    timer = threading.Timer(0.05, virtapi.events.cancel_all_events)
+    with pytest.raises(exception.VirtualInterfaceCreateException, match="failed"):
+        with virtapi.wait_for_instance_event(INSTANCE, [("network-vif-plugged", "p1")],
+                                             deadline=30):
+            timer.start()
+    timer.join()

@@ -65,15 +65,28 @@ class VolumeManager:
 
     @upstream(PATH, "VolumeManager.init_host")
     def init_host(self) -> None:
-        """Check the backend, and fail creates a previous run of this host left half done."""
+        """Check the backend; settle what a previous run of this host left half done.
+
+        A create cut short cannot be resumed (the image copy is gone): ``error``,
+        which the owner can delete. A delete cut short is finished now, as
+        upstream's ``init_host`` does, instead of leaving ``deleting`` for good.
+        """
         self.driver.check_for_setup_error()
         context = get_admin_context()
         for volume in db_api.volume_get_all(context=context, db=self.db, all_projects=True):
-            if volume["host"] == self.volume_host and \
-                    volume["status"] in ("creating", "downloading"):
+            if volume["host"] != self.volume_host:
+                continue
+            if volume["status"] in ("creating", "downloading"):
                 LOG.warning("volume %s was %s when the service stopped: error", volume["id"],
                             volume["status"])
                 db_api.volume_update(self.db, volume["id"], {"status": "error"})
+            elif volume["status"] == "deleting":
+                LOG.info("volume %s was being deleted when the service stopped: deleting it",
+                         volume["id"])
+                try:
+                    self.delete_volume(context, volume["id"])
+                except Exception:
+                    LOG.exception("resuming the delete of volume %s failed", volume["id"])
 
     # Create -----------------------------------------------------------------------------
 

@@ -60,6 +60,11 @@ def _crash() -> None:
     os._exit(CRASH_EXIT_STATUS)
 
 
+def blank_volume_name(instance: dict) -> str:
+    """What Nova names a blank volume it creates for an instance (``virt/block_device.py``)."""
+    return f"{instance['uuid']}-blank-vol"
+
+
 class ComputeManager:
     def __init__(self, host: str, driver, conductor_api: ConductorAPI, tracer, *,
                  nodename: str | None = None, max_concurrent_builds: int = 10,
@@ -340,9 +345,11 @@ class ComputeManager:
                                                       b.get("boot_index") or 0, b["id"])):
             volume_id = bdm["volume_id"]
             if not volume_id:
+                from_image = bdm["source_type"] == "image"
                 volume = self.volume_api.create(
-                    context, bdm["volume_size"] or 1, f"{instance['display_name']}-volume",
-                    None, image_id=bdm["image_id"] if bdm["source_type"] == "image" else None)
+                    context, bdm["volume_size"] or 1,
+                    None if from_image else blank_volume_name(instance), None,
+                    image_id=bdm["image_id"] if from_image else None)
                 volume_id = volume["id"]
                 bdm = self.conductor_api.block_device_mapping_update(
                     context, bdm["id"], {"volume_id": volume_id})
@@ -379,21 +386,41 @@ class ComputeManager:
 
     @upstream(_MANAGER, "ComputeManager._cleanup_volumes")
     def _cleanup_volumes(self, context, instance) -> None:
-        """Detach every volume; delete those marked ``delete_on_termination``."""
+        """Detach every volume; delete those marked ``delete_on_termination``.
+
+        Beyond the mappings, ask Cinder: a build cut short (nova-compute killed
+        between two calls) may have reserved a volume, or made a blank one,
+        without recording it in the block device mapping yet. Cinder's
+        attachments for the instance, and the blank volume named after it
+        (``<uuid>-blank-vol``, upstream's name), are released all the same.
+        """
         if self.volume_api is None:
             return
         bdms = self.conductor_api.block_device_mapping_get_all_by_instance(context,
                                                                             instance["uuid"])
-        for bdm in bdms:
+        attachments = [b["attachment_id"] for b in bdms if b.get("attachment_id")]
+        to_delete = [b["volume_id"] for b in bdms
+                     if b.get("volume_id") and b.get("delete_on_termination")]
+        try:
+            attachments += [a["id"] for a in self.volume_api.attachment_get_all(
+                context, instance_id=instance["uuid"]) if a["id"] not in attachments]
+            recorded = {b["volume_id"] for b in bdms if b.get("volume_id")}
+            to_delete += [v["id"] for v in self.volume_api.get_all(
+                context, {"name": blank_volume_name(instance)}) if v["id"] not in recorded]
+        except Exception:
+            LOG.exception("Could not ask Cinder what %s still holds", instance["uuid"])
+        for attachment_id in attachments:
             try:
-                if bdm.get("attachment_id"):
-                    self.volume_api.attachment_delete(context, bdm["attachment_id"])
-                if bdm.get("volume_id") and bdm.get("delete_on_termination"):
-                    self._await_detached(context, bdm["volume_id"])
-                    self.volume_api.delete(context, bdm["volume_id"])
+                self.volume_api.attachment_delete(context, attachment_id)
             except Exception:
-                LOG.exception("Failed to clean up volume %s of %s", bdm.get("volume_id"),
+                LOG.exception("Failed to delete attachment %s of %s", attachment_id,
                               instance["uuid"])
+        for volume_id in to_delete:
+            try:
+                self._await_detached(context, volume_id)
+                self.volume_api.delete(context, volume_id)
+            except Exception:
+                LOG.exception("Failed to delete volume %s of %s", volume_id, instance["uuid"])
 
     def _await_detached(self, context, volume_id: str, timeout: float = 30.0) -> None:
         """A volume can be deleted only once Cinder has finished detaching it."""

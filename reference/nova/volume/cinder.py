@@ -142,13 +142,14 @@ class API:
 
     def _request(self, context: RequestContext, method: str, path: str, *,
                  microversion: str = "3.0", json: dict | None = None,
+                 params: dict | None = None,
                  not_found: exception.NovaLabException | None = None) -> httpx.Response:
         headers = {"X-Auth-Token": context.auth_token or "",
                    "OpenStack-API-Version": f"volume {microversion}",
                    REQUEST_ID_HEADER: context.global_id}  # cinderclient's global_request_id
         try:
             response = self.http.request(method, self._url(context, path), headers=headers,
-                                         json=json)
+                                         json=json, params=params)
         except httpx.HTTPError as exc:
             raise CinderConnectionFailed(reason=str(exc)) from exc
         if response.status_code < 400:
@@ -204,6 +205,12 @@ class API:
         response = self._request(context, "POST", "/volumes", json=body)
         return _untranslate_volume_summary_view(response.json()["volume"])
 
+    @upstream(PATH, "API.get_all")
+    def get_all(self, context: RequestContext, search_opts: dict | None = None) -> list[dict]:
+        """The project's volumes matching ``search_opts`` (e.g. ``{"name": ...}``)."""
+        response = self._request(context, "GET", "/volumes/detail", params=search_opts)
+        return [_untranslate_volume_summary_view(v) for v in response.json()["volumes"]]
+
     @upstream(PATH, "API.delete")
     def delete(self, context: RequestContext, volume_id: str) -> None:
         self._request(context, "DELETE", f"/volumes/{volume_id}",
@@ -228,6 +235,16 @@ class API:
             context, "GET", f"/attachments/{attachment_id}", microversion=ATTACH_MICROVERSION,
             not_found=VolumeAttachmentNotFound(attachment_id=attachment_id))
         return _translate_attachment_ref(response.json()["attachment"])
+
+    @upstream(PATH, "API.attachment_get_all")
+    def attachment_get_all(self, context: RequestContext, instance_id: str | None = None,
+                           volume_id: str | None = None) -> list[dict]:
+        """The attachments Cinder has for an instance (or a volume)."""
+        params = {key: value for key, value in (("instance_id", instance_id),
+                                                ("volume_id", volume_id)) if value}
+        response = self._request(context, "GET", "/attachments", params=params,
+                                 microversion=ATTACH_MICROVERSION)
+        return response.json()["attachments"]
 
     @upstream(PATH, "API.attachment_update")
     def attachment_update(self, context: RequestContext, attachment_id: str, connector: dict,

@@ -7,6 +7,7 @@ import pytest
 from novalab.reference.ceph import rbd
 from novalab.reference.ceph.errors import ObjectNotFound
 from novalab.reference.cinder import exception
+from novalab.reference.cinder.db import api as db_api
 from novalab.reference.deploy.seed import cirros_bytes
 
 GiB = 1024 ** 3
@@ -116,3 +117,14 @@ def test_a_volume_being_created_cannot_be_deleted(env, demo):
     db_api.volume_update(env.volume_api.db, row["id"], {"status": "error"})
     assert demo.request("DELETE", f"/volumes/{row['id']}").status_code == 202
     demo.wait_gone(row["id"])
+
+
+def test_a_delete_cut_short_is_finished_when_cinder_volume_starts_again(env, demo):
+    """cinder-volume died after the API marked the volume ``deleting`` (its cast lost)."""
+    volume = demo.create_volume(size=1)
+    demo.wait_volume(volume["id"])
+    db_api.volume_update(env.manager.db, volume["id"], {"status": "deleting"})
+    assert f"volume-{volume['id']}" in rbd.RBD().list(env.ioctx())
+    env.manager.init_host()  # the restart
+    demo.wait_gone(volume["id"])
+    assert f"volume-{volume['id']}" not in rbd.RBD().list(env.ioctx())

@@ -419,6 +419,8 @@ class ComputeManager:
             try:
                 self._await_detached(context, volume_id)
                 self.volume_api.delete(context, volume_id)
+            except exception.NotFound:
+                LOG.info("Volume %s of %s is already gone", volume_id, instance["uuid"])
             except Exception:
                 LOG.exception("Failed to delete volume %s of %s", volume_id, instance["uuid"])
 

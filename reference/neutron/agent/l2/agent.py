@@ -107,7 +107,10 @@ class LibvirtBridgeManager:
         """Is a guest interface with this tap on the host? (Untraced: it is polled.)"""
         raw = self.conn._target
         for domain in raw.listAllDomains(0):
-            root = ET.fromstring(domain.XMLDesc(0))
+            try:
+                root = ET.fromstring(domain.XMLDesc(0))
+            except libvirt.libvirtError:
+                continue  # destroyed since it was listed (another guest's delete)
             if root.find(f"./devices/interface/target[@dev='{tap_name}']") is not None:
                 return True
         return False

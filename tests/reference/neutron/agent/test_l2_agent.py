@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
 
+import libvirt
 from opentelemetry.trace import NoOpTracer
 
 from novalab.reference.common.context import get_admin_context
@@ -43,3 +45,24 @@ def test_a_port_deleted_while_its_tap_is_awaited_is_given_up_at_once():
     finally:
         manager.stop()
         worker.join()
+
+
+class _Vanished:
+    """A domain listed a moment before another guest's delete destroyed it."""
+
+    def XMLDesc(self, flags):  # noqa: N802 - libvirt's name
+        raise libvirt.libvirtError("Domain not found: no domain with matching uuid")
+
+
+class _Present:
+    def XMLDesc(self, flags):  # noqa: N802 - libvirt's name
+        return ("<domain><devices><interface type='bridge'><target dev='tapabc'/>"
+                "</interface></devices></domain>")
+
+
+def test_a_domain_destroyed_while_the_agent_looks_is_skipped():
+    manager = LibvirtBridgeManager("test:///default", NoOpTracer())
+    manager._conn = SimpleNamespace(_target=SimpleNamespace(
+        listAllDomains=lambda flags: [_Vanished(), _Present()]))
+    assert manager.device_exists("tapabc")
+    assert not manager.device_exists("tapxyz")

@@ -68,6 +68,20 @@ def _status_table(rows) -> Table:
     return table
 
 
+def _print_status(rows) -> None:
+    """The table, then what happened to each unit, unwrapped: how a dead one ended,
+    a restart by `up`, the newest warning in its log since it started."""
+    console.print(_status_table(rows))
+    noted = [row for row in rows if row.notes]
+    if noted:
+        console.print("what happened (how a service ended, its restart by `up`, the newest "
+                      "warning in its log since it started; logs/ has the rest):",
+                      soft_wrap=True)
+        for row in noted:
+            for note in row.notes:
+                console.print(f"  {row.unit.id:<24} {note}", markup=False, soft_wrap=True)
+
+
 def _print_env(record: dict, state_dir: Path) -> None:
     click.echo("# novalab cloud is up. For the openstack CLI:")
     for key, value in record["os_env"].items():
@@ -117,20 +131,25 @@ def up(computes, transport_url, db_url, otlp, state_dir, timeout, web_port,
     from novalab.tracing.store import register as register_store
 
     register_store(record["state_dir"], "up")
-    console.print(_status_table(processes.status(state_dir)))
+    _print_status(processes.status(state_dir))
     _print_env(record, Path(record["state_dir"]))
 
 
 @click.command()
 @STATE_DIR
 def status(state_dir):
-    """Show each service's process and health (exit 1 if any is down or unhealthy)."""
+    """Show each service's process and health (exit 1 if any is down or unhealthy).
+
+    Below the table, what happened: how a service that is not running ended
+    (stopped, failed, or killed or crashed when it could leave no word), that
+    `novalab up` restarted one, and the newest warning or error in each log.
+    """
     from novalab.reference.deploy import processes
 
     rows = processes.status(state_dir)
     if not rows:
         _fail(f"no deployment in {state_dir} (start one with `novalab up`)", 1)
-    console.print(_status_table(rows))
+    _print_status(rows)
     record = processes.StateDir(state_dir).load()
     if record.get("os_env") and any(r.running for r in rows):
         _print_env(record, Path(record["state_dir"]))

@@ -19,15 +19,25 @@ One more unit, started last, is no OpenStack service: ``novalab-web``, the
 trace page (``novalab web``) over the deployment's trace store, on
 http://127.0.0.1:8700 (``--web-port``), so ``status`` and ``down`` see it too.
 
+What ``status`` tells beyond up or down: how a unit that is not running ended
+(a service writes ``run/<unit>.exit`` when it stops or fails; a unit that left
+none was killed, by SIGKILL or the OOM killer, or crashed) and when its log was
+last written; that ``up`` restarted a unit, and how the one before it ended
+(``run/<unit>.restarted``); and the newest warning or error in each unit's log
+since it started, with the exception that caused it (a broker that went away,
+a database that refused, an OTLP endpoint that stopped answering).
+
 Left out: restart policies (a crashed service stays down until the next ``up``,
 which starts what is not running), log rotation, and running as separate users.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -145,8 +155,6 @@ def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
     ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set. Its fault knobs are the state
     directory's ``faults.json`` (``novalab fault``), as for every process of the cloud.
     """
-    from novalab.tracing.setup import Telemetry
-
     if name == WEB_UNIT:
         return run_web_page(state_dir, stop=stop, on_ready=on_ready)
     if name not in services.BUILDERS:
@@ -158,8 +166,17 @@ def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
         raise DeployError(f"{name} takes no --host")
     state = StateDir(state_dir).make()
     unit = Unit(name, host)
-    lock = StateDirLock(state.root, shared=True).acquire()  # one cloud: `up`'s processes
     stop = stop or _stop_on_signals()
+    with _exit_recorded(state, unit, stop):
+        _serve(name, host, builder, state, unit, stop, transport_url=transport_url,
+               db_url=db_url, on_ready=on_ready, vif_plugging_timeout=vif_plugging_timeout)
+
+
+def _serve(name, host, builder, state: StateDir, unit: Unit, stop: threading.Event, *,
+           transport_url, db_url, on_ready, vif_plugging_timeout) -> None:
+    from novalab.tracing.setup import Telemetry
+
+    lock = StateDirLock(state.root, shared=True).acquire()  # one cloud: `up`'s processes
     telemetry = Telemetry(file_path=state.trace_file(unit.id), otlp=True)
     config = CloudConfig(state_dir=state.root, db_url=db_url, transport_url=transport_url,
                          ports=dict(STANDARD_PORTS), deployment="up",
@@ -205,22 +222,23 @@ def run_web_page(state_dir: str | os.PathLike, *, port: int | None = None,
     unit = Unit(WEB_UNIT)
     port = int(os.environ.get(ENV_WEB_PORT, WEB_PORT)) if port is None else port
     stop = stop or _stop_on_signals()
-    try:
-        server = web.start(state.root, "127.0.0.1", port)
-    except OSError as exc:
-        raise DeployError(f"{exc} (`novalab up --web-port PORT` picks another port; 0: "
-                          "no trace page)") from exc
-    try:
-        ready = {"pid": os.getpid(), "unit": unit.id, "name": WEB_UNIT, "host": None,
-                 "controller": services.CONTROLLER, "urls": {}, "http": {"web": server.url},
-                 "topics": [], "started_at": _now()}
-        write_json(state.ready_file(unit), ready)
-        if on_ready:
-            on_ready(ready)
-        stop.wait()
-    finally:
-        state.ready_file(unit).unlink(missing_ok=True)
-        server.stop()
+    with _exit_recorded(state, unit, stop):
+        try:
+            server = web.start(state.root, "127.0.0.1", port)
+        except OSError as exc:
+            raise DeployError(f"{exc} (`novalab up --web-port PORT` picks another port; 0: "
+                              "no trace page)") from exc
+        try:
+            ready = {"pid": os.getpid(), "unit": unit.id, "name": WEB_UNIT, "host": None,
+                     "controller": services.CONTROLLER, "urls": {},
+                     "http": {"web": server.url}, "topics": [], "started_at": _now()}
+            write_json(state.ready_file(unit), ready)
+            if on_ready:
+                on_ready(ready)
+            stop.wait()
+        finally:
+            state.ready_file(unit).unlink(missing_ok=True)
+            server.stop()
 
 
 def _learn_urls(urls: dict[str, str], state: StateDir, stop: threading.Event) -> None:
@@ -236,14 +254,41 @@ def _learn_urls(urls: dict[str, str], state: StateDir, stop: threading.Event) ->
 
 
 def _stop_on_signals() -> threading.Event:
+    """An event set by SIGTERM or SIGINT; ``event.signal`` names the one that came."""
     stop = threading.Event()
+    stop.signal = None
+
+    def handler(signum, _frame):
+        stop.signal = signal.Signals(signum).name
+        # Not stop.set() itself: the handler runs in the main thread, which may hold
+        # the event's lock inside stop.wait(); setting it from a new thread cannot
+        # deadlock.
+        threading.Thread(target=stop.set).start()
+
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, signal.SIGINT):
-            # Not stop.set() itself: the handler runs in the main thread, which may
-            # hold the event's lock inside stop.wait(); setting it from a new thread
-            # cannot deadlock.
-            signal.signal(signum, lambda *_: threading.Thread(target=stop.set).start())
+            signal.signal(signum, handler)
     return stop
+
+
+@contextlib.contextmanager
+def _exit_recorded(state: StateDir, unit: Unit, stop: threading.Event):
+    """Write ``run/<unit>.exit`` however the service ends, if it lives to see it:
+    stopped by a signal, or failed with an exception. A SIGKILL leaves none, and
+    that absence is what tells ``status`` the unit was killed or crashed."""
+    try:
+        yield
+    except BaseException as exc:
+        how = f"failed: {type(exc).__name__}: {exc}".strip().rstrip(":")
+        _write_exit(state, unit, how[:300])
+        raise
+    by = getattr(stop, "signal", None)
+    _write_exit(state, unit, f"stopped by {by}" if by else "stopped")
+
+
+def _write_exit(state: StateDir, unit: Unit, how: str) -> None:
+    with contextlib.suppress(OSError):  # the state directory may be going away
+        write_json(exit_file(state, unit), {"pid": os.getpid(), "how": how, "at": _now()})
 
 
 def _now() -> str:
@@ -274,6 +319,8 @@ class UnitStatus:
     health: health.Health
     log: Path
     urls: dict = field(default_factory=dict)
+    # What happened to it: how it ended, or that `up` restarted it; its newest warning.
+    notes: list[str] = field(default_factory=list)
 
 
 def os_environment(state: dict) -> dict[str, str]:
@@ -403,7 +450,10 @@ def up(options: UpOptions, echo: Callable[[str], None] = print) -> dict:
                 if unit.id in running:
                     echo(f"{unit.id:<24} already running (pid {running[unit.id]})")
                     continue
-                group.append((unit, _spawn(unit, state, options)))
+                died = _died(state, unit, echo)
+                process = _spawn(unit, state, options)
+                _record_restart(state, unit, died, process.pid)
+                group.append((unit, process))
                 started.append(unit)
             for unit, process in group:
                 result = _wait_healthy(unit, process, state, heartbeats, options.timeout)
@@ -476,19 +526,145 @@ def status(state_dir: str | os.PathLike) -> list[UnitStatus]:
             pid = state.pid(unit)
             running = _running(state, unit) is not None
             ready = state.ready(unit)
+            notes = []
             if not running:
-                result = health.Health(False, "stopped" if pid is None else "not running")
+                ended = how_it_ended(state, unit, pid) if pid is not None else None
+                result = health.Health(False, "stopped" if pid is None else ended.short)
+                if ended is not None:
+                    notes.append(ended.full)
             else:
                 try:
                     result = unit_health(unit, ready if ready and ready.get("pid") == pid
                                          else None, heartbeats)
                 except Exception as exc:  # the database itself may be the problem
                     result = health.Health(False, f"cannot check: {type(exc).__name__}")
+                notes += filter(None, [restart_note(state, unit, pid),
+                                       last_warning(state.log(unit))])
             rows.append(UnitStatus(unit, pid, running, result, state.log(unit),
-                                   (ready or {}).get("urls", {})))
+                                   (ready or {}).get("urls", {}), notes))
     finally:
         heartbeats.close()
     return rows
+
+
+# What happened: how a unit ended, a restart, the newest warning ---------------------------
+
+
+def exit_file(state: StateDir, unit: Unit) -> Path:
+    """Written by the service as it exits (stopped, failed); never by a killed one."""
+    return state.root / "run" / f"{unit.id}.exit"
+
+
+def restart_file(state: StateDir, unit: Unit) -> Path:
+    """Written by ``up`` when it starts a unit again whose process had died."""
+    return state.root / "run" / f"{unit.id}.restarted"
+
+
+@dataclass
+class Ending:
+    short: str   # for the table: "killed or crashed", "exited: failed: ..."
+    full: str    # for the notes: the pid, how, when its log was last written, its last line
+
+
+KILLED = ("ended without a clean stop: killed (SIGKILL, the OOM killer) or crashed")
+
+
+def how_it_ended(state: StateDir, unit: Unit, pid: int) -> Ending:
+    """What is known of how process ``pid`` of ``unit`` ended (it is not running).
+
+    Nobody waits on the services (``up`` exits once they are healthy), so their
+    exit status is lost; what is left is the exit file a service writes when it
+    sees its end coming, and its log.
+    """
+    record = read_json(exit_file(state, unit)) or {}
+    if record.get("pid") == pid:
+        short, how = "exited", f"{record['how']} at {record['at']}"
+    else:
+        short, how = "killed or crashed", KILLED
+    full = f"pid {pid} {how}"
+    log = state.log(unit)
+    with contextlib.suppress(OSError):
+        written = datetime.fromtimestamp(log.stat().st_mtime, UTC)
+        full += f"; log last written {written.isoformat(timespec='seconds')}"
+        line = _last_line(log)
+        if line:
+            full += f": {line}"
+    return Ending(short, full)
+
+
+def restart_note(state: StateDir, unit: Unit, pid: int | None) -> str | None:
+    """``restarted by `novalab up` at ...`` if ``up`` started ``pid`` after a death."""
+    record = read_json(restart_file(state, unit)) or {}
+    if pid is None or record.get("pid") != pid:
+        return None
+    return f"restarted by `novalab up` at {record['at']}; before: {record['before']}"
+
+
+def _died(state: StateDir, unit: Unit, echo: Callable[[str], None]) -> Ending | None:
+    """How the unit's last process ended, if it died (``up`` is about to start it):
+    a pid file is left only by a process that ``down`` did not stop."""
+    pid = state.pid(unit)
+    if pid is None:
+        return None
+    ended = how_it_ended(state, unit, pid)
+    echo(f"{unit.id:<24} was not running ({ended.short}, pid {pid}): starting it again")
+    return ended
+
+
+def _record_restart(state: StateDir, unit: Unit, died: Ending | None, new_pid: int) -> None:
+    """Keep, for ``status``, that ``up`` started ``unit`` again and how the last one ended."""
+    if died is None:  # a first start, or after `down`: no restart to tell
+        restart_file(state, unit).unlink(missing_ok=True)
+        return
+    write_json(restart_file(state, unit), {"pid": new_pid, "at": _now(), "before": died.full})
+
+
+# `service`'s log format: "2026-11-26 03:41:36,332 ERROR nova-compute@compute-1 logger: ..."
+_RECORD = re.compile(r"^(?P<when>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[,.]\d+ "
+                     r"(?P<level>[A-Z]+) (?:\S+ (?=\S+: ))?(?P<text>.*)$")
+_CAUSE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Timeout|Failure)\b.*")
+_TAIL_BYTES = 256 * 1024
+
+
+def _log_lines(path: Path) -> list[str]:
+    """The lines of this run of the unit (after `up`'s last start marker), at most
+    the last ``_TAIL_BYTES`` of the log."""
+    with open(path, "rb") as log:
+        log.seek(max(0, log.seek(0, os.SEEK_END) - _TAIL_BYTES))
+        lines = log.read().decode(errors="replace").splitlines()
+    for index in range(len(lines) - 1, -1, -1):
+        if lines[index].startswith("--- ") and "novalab up starts" in lines[index]:
+            return lines[index + 1:]
+    return lines
+
+
+def _last_line(path: Path) -> str | None:
+    lines = [line for line in _log_lines(path) if line.strip()]
+    return lines[-1][:300] if lines else None
+
+
+def last_warning(path: Path) -> str | None:
+    """The newest WARNING, ERROR or CRITICAL record in this run's log, with the
+    exception that caused it when a traceback follows (its last ``Name: message``
+    line): ``2026-11-26 03:41:36 ERROR novalab.rpc: RPC cast create_volume on
+    cinder-volume failed (sqlalchemy.exc.OperationalError: ...)``."""
+    try:
+        lines = _log_lines(path)
+    except OSError:
+        return None
+    found, cause, ours = None, None, False
+    for line in lines:
+        record = _RECORD.match(line)
+        if record:  # a traceback that follows belongs to this record
+            ours = record["level"] in ("WARNING", "ERROR", "CRITICAL")
+            if ours:  # the unit's name, which the row shows, left out
+                found, cause = f"{record['when']} {record['level']} {record['text']}", None
+        elif ours and _CAUSE.match(line):
+            cause = line
+    if found is None:
+        return None
+    text = found if cause is None else f"{found} ({cause.strip()})"
+    return text if len(text) <= 400 else text[:397] + "..."
 
 
 def _reap(pid: int) -> None:

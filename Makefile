@@ -1,5 +1,5 @@
 # novalab: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: setup setup-test demo test lint bench services clean
+.PHONY: setup setup-test demo test lint bench soak services clean
 
 setup:
 	@scripts/setup.sh
@@ -19,6 +19,9 @@ test: setup-test services
 
 bench: setup services
 	.venv/bin/python benchmarks/boot_latency.py
+
+soak: setup
+	.venv/bin/python benchmarks/soak.py
 
 clean:
 	rm -rf out .pytest_cache

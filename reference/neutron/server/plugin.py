@@ -27,6 +27,7 @@ from opentelemetry.trace import Status, StatusCode
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.exc import StaleDataError
 
 from novalab.reference.common.context import RequestContext, get_admin_context
 from novalab.reference.common.db import Database
@@ -495,14 +496,18 @@ class Ml2Plugin:
         span = trace.get_current_span()
         span.set_attributes({attr.NEUTRON_PORT_ID: port_id,
                              attr.NEUTRON_PORT_STATUS: status})
-        with self.db.session() as session:
-            row = session.get(Port, port_id)
-            if row is None or row.status == status:
-                return False
-            previous, row.status = row.status, status
-            row.revision_number += 1
-            session.flush()
-            port = self._port_dict(session, row)
+        try:
+            with self.db.session() as session:
+                row = session.get(Port, port_id)
+                if row is None or row.status == status:
+                    return False
+                previous, row.status = row.status, status
+                row.revision_number += 1
+                session.flush()
+                port = self._port_dict(session, row)
+        except StaleDataError:
+            LOG.debug("Port %s was deleted concurrently", port_id)  # as upstream ML2
+            return False
         if self.nova_notifier:
             event = self.nova_notifier.status_event(port, previous, status)
             if event and event["name"] == VIF_PLUGGED and \

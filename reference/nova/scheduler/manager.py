@@ -73,13 +73,18 @@ class SchedulerManager:
                 failure = exc
             else:
                 failure = None
-                instances = [self._instance_update_db(context, uuid, dest)
-                             for uuid, dest in zip(uuids, destinations, strict=True)]
+                chosen = []
+                for uuid, dest in zip(uuids, destinations, strict=True):
+                    try:
+                        chosen.append((self._instance_update_db(context, uuid, dest), dest))
+                    except exception.InstanceNotFound:
+                        # Deleted by its user while it waited for a host: nothing to build.
+                        LOG.info("Instance %s disappeared during scheduling", uuid)
         if failure is not None:
             for uuid in uuids:
                 self._set_vm_state_with_fault(context, uuid, failure)
             return
-        for instance, dest in zip(instances, destinations, strict=True):
+        for instance, dest in chosen:
             self.compute_rpcapi.build_and_run_instance(
                 context, instance=instance, host=dest["host"], image=request_spec["image"],
                 request_spec=request_spec, filter_properties=filter_properties,

@@ -7,6 +7,7 @@ import json
 import libvirt
 from opentelemetry.trace import SpanKind
 
+from novalab.reference.common.context import get_admin_context
 from novalab.reference.neutron import constants
 from novalab.reference.neutron.agent.l2.agent import libvirt_network_name
 
@@ -172,3 +173,26 @@ def test_port_delete_unwires(netcloud):
                   driver.get_conf_file_name("host").read_text(), what="dnsmasq to forget")
     deleted = netcloud.nova.wait_for(lambda e: e["name"] == "network-vif-deleted")
     assert deleted[0]["tag"] == port["id"]
+
+
+def test_a_port_deleted_while_its_status_is_saved_is_no_error(netcloud):
+    """The L2 agent reports a port up just as the user deletes it (the soak found it)."""
+    from sqlalchemy import event, text
+    from sqlalchemy.orm import Session
+
+    admin = netcloud.token("admin")
+    response = netcloud.request("POST", "/ports", admin, json={"port": {
+        "network_id": private(netcloud, admin)["id"]}})
+    port_id = response.json()["port"]["id"]
+
+    def delete_first(session, flush_context, instances):
+        # Another request's delete commits between the status read and its save.
+        session.connection().execute(text("DELETE FROM neutron_ports WHERE id = :id"),
+                                     {"id": port_id})
+
+    event.listen(Session, "before_flush", delete_first)
+    try:
+        changed = netcloud.core.update_port_status(get_admin_context(), port_id, "ACTIVE")
+    finally:
+        event.remove(Session, "before_flush", delete_first)
+    assert changed is False

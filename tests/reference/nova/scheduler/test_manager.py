@@ -48,3 +48,41 @@ def test_racing_requests_cannot_both_take_the_last_slot(cloud, login, monkeypatc
     assert sorted(s["status"] for s in servers) == ["ACTIVE", "ACTIVE", "ERROR"]
     (loser,) = [s for s in servers if s["status"] == "ERROR"]
     assert "No valid host" in loser["fault"]["message"]
+
+
+def test_a_server_deleted_while_it_is_scheduled_is_simply_not_built(cloud, login, monkeypatch):
+    """Not yet on a host, a delete removes the row at once (``_local_delete``); the
+    scheduler that chose a host for it meanwhile finds it gone and builds nothing."""
+    from opentelemetry.trace import StatusCode
+
+    driver = cloud.scheduler.driver
+    select = driver.select_destinations
+    selected = threading.Event()
+    deleted = threading.Event()
+
+    def select_then_wait(context, spec):
+        destinations = select(context, spec)
+        selected.set()
+        deleted.wait(10)  # the user deletes the server now
+        return destinations
+
+    monkeypatch.setattr(driver, "select_destinations", select_then_wait)
+    session = login(cloud)
+    server_id = boot(session, cloud, "gone-before-its-host", "42")
+    assert selected.wait(10)
+    assert session.request("DELETE", f"{session.compute}/servers/{server_id}") \
+        .status_code == 204
+    deleted.set()
+    scheduled = []
+    for _ in range(200):  # until the scheduler's run_instance has returned
+        cloud.telemetry.force_flush()
+        scheduled = [s for s in cloud.telemetry.finished_spans()
+                     if s.name == "process scheduler"]
+        if scheduled:
+            break
+        time.sleep(0.05)
+    assert scheduled, "the scheduler never finished run_instance"
+    assert [s.status.description for s in scheduled
+            if s.status.status_code == StatusCode.ERROR] == []
+    assert session.request("GET", f"{session.compute}/servers/{server_id}") \
+        .status_code == 404

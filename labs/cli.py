@@ -49,7 +49,7 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def _cloud_config(state_dir, db, transport, computes, libvirt_uri, **extra):
-    from novalab.reference.deploy.wiring import CloudConfig
+    from novalab.reference.common.wiring import CloudConfig
 
     return CloudConfig(state_dir=Path(state_dir) if state_dir else None, db_url=db,
                        transport_url=transport, computes=computes, libvirt_uri=libvirt_uri,
@@ -310,8 +310,8 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port,
     set, over OTLP. The trace page (`novalab web`) shows them on
     http://127.0.0.1:8700 as they arrive.
     """
+    from novalab.reference.common.wiring import STANDARD_PORTS
     from novalab.reference.deploy.statedir import write_json
-    from novalab.reference.deploy.wiring import STANDARD_PORTS
     from novalab.tracing import store
     from novalab.tracing.setup import Telemetry
 

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 
 from novalab.labs.grading import Fail, check
-from novalab.reference.deploy.wiring import STANDARD_PORTS
+from novalab.reference.common.wiring import STANDARD_PORTS
 from novalab.tracing import attributes as attr
 
 USER_DATA = "user-data.yaml"

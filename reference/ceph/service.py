@@ -1,4 +1,4 @@
-"""Builders for the Ceph daemons, in the style of ``reference/deploy/services.py``.
+"""Builders for the Ceph daemons (``ceph(w)`` starts the whole cluster).
 
 Each takes a :class:`Wiring`, starts one daemon traced as its own service and
 registers its stop with ``w.on_stop`` (last started, first stopped, so OSDs can
@@ -21,7 +21,7 @@ from novalab.reference.ceph import rgw as rgw_api
 from novalab.reference.ceph.mon import Monitor
 from novalab.reference.ceph.osd import OSD
 from novalab.reference.ceph.rados import Rados
-from novalab.reference.deploy.wiring import Wiring
+from novalab.reference.common.wiring import Wiring
 
 
 def _data_dir(w: Wiring):
@@ -53,6 +53,7 @@ def ceph_rgw(w: Wiring) -> rgw_api.Gateway:
     rados = Rados(w.urls["ceph-mon"], w.tracer(service)).connect()
     w.on_stop(rados.shutdown)
     gateway = rgw_api.Gateway(rados, w.tracer(service)).start()
+    gateway.faults = w.faults  # image-checksum
     app = rgw_api.create_app(gateway, w.auth(service, "swift"),
                              tracer_provider=w.provider(service))
     url = w.serve(app, service, "ceph-rgw")
@@ -82,3 +83,8 @@ def start_cluster(w: Wiring, osds: int = 3, rgw: bool = True) -> CephCluster:
     if rgw:
         cluster.rgw = ceph_rgw(w)
     return cluster
+
+
+def ceph(w: Wiring, osds: int = 3) -> CephCluster:
+    """The storage cluster a cloud runs: a monitor, ``osds`` OSDs and the gateway."""
+    return start_cluster(w, osds=osds)

@@ -1,4 +1,4 @@
-"""Builders for cinder's services, in the style of ``reference/deploy/services.py``.
+"""cinder's service builders: cinder-api and one cinder-volume backend.
 
 ``cinder_api(w)`` serves the Block Storage API under the port key ``"cinder"``;
 it needs keystone and glance running (``w.urls["keystone"]``, ``["glance"]``).
@@ -17,7 +17,7 @@ from novalab.reference.cinder.volume.api import API
 from novalab.reference.cinder.volume.drivers.rbd import RBDDriver
 from novalab.reference.cinder.volume.manager import VolumeManager
 from novalab.reference.cinder.volume.rpcapi import TOPIC, VolumeAPI
-from novalab.reference.deploy.wiring import Wiring
+from novalab.reference.common.wiring import Wiring
 
 BACKEND = "ceph"          # cinder.conf [ceph] volume_backend_name, as DevStack names it
 POOL = "volumes"
@@ -42,6 +42,7 @@ def cinder_volume(w: Wiring, host: str = "cinder-volume-1") -> VolumeManager:
     manager = VolumeManager(f"{host}@{BACKEND}", driver, w.database(service),
                             GlanceImageService(w.urls["glance"], w.http(service, host), tracer),
                             tracer)
+    manager.faults = w.faults  # volume-error
     manager.init_host()
     w.rpc_server(TOPIC, manager.host, [manager], tracer)
     return manager

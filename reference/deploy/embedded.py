@@ -13,11 +13,11 @@ import logging
 
 from novalab.reference.cinder.db import models as _cinder_models  # noqa: F401 (tables)
 from novalab.reference.common.db import Base, Database
+from novalab.reference.common.wiring import CloudConfig, Wiring
 from novalab.reference.deploy import services
-from novalab.reference.deploy.guest import GuestBoots
 from novalab.reference.deploy.statedir import StateDirLock
-from novalab.reference.deploy.wiring import CloudConfig, Wiring
 from novalab.reference.glance import models as _glance_models  # noqa: F401 (tables)
+from novalab.reference.guest.cloud_init import GuestBoots
 from novalab.reference.keystone import models as _keystone_models  # noqa: F401 (tables)
 from novalab.reference.neutron.db import models as _neutron_models  # noqa: F401 (tables)
 from novalab.reference.nova.compute.manager import ComputeManager
@@ -68,26 +68,27 @@ class EmbeddedCloud:
 
     def _start(self) -> None:
         w = self.wiring
+        build = services.BUILDERS
         create_schema(self.config.db_url)
-        self.keystone = services.keystone(w)
-        self.ceph = services.ceph(w)
-        self.images = services.glance_api_service(w)
+        self.keystone = build["keystone"](w)
+        self.ceph = build["ceph"](w)
+        self.images = build["glance-api"](w)
         self.cirros = self.images.find_by_name("cirros")
-        self.volumes = services.cinder_api(w)
-        self.volume_manager = services.cinder_volume(w)
+        self.volumes = build["cinder-api"](w)
+        self.volume_manager = build["cinder-volume"](w)
         if self.config.network:
-            self.network = services.neutron_server(w)
-            services.neutron_dhcp_agent(w)
-        services.nova_conductor(w)
-        self.scheduler = services.nova_scheduler(w)
+            self.network = build["neutron-server"](w)
+            build["neutron-dhcp-agent"](w)
+        build["nova-conductor"](w)
+        self.scheduler = build["nova-scheduler"](w)
         self.guests = GuestBoots(w)
         for index in range(1, self.config.computes + 1):
             host = f"compute-{index}"
-            self.computes.append(services.nova_compute(w, host, self.guests))
-        self.compute_api = services.nova_api(w)
+            self.computes.append(build["nova-compute"](w, host, self.guests))
+        self.compute_api = build["nova-api"](w)
         if self.config.network:
-            services.nova_api_metadata(w)
-            services.neutron_metadata_proxy(w)
+            build["nova-api-metadata"](w)
+            build["neutron-metadata-proxy"](w)
         services.register_endpoints(self.keystone, self.urls)
 
     def wait_idle(self, timeout: float = 30.0) -> bool:

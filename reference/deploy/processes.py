@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from novalab.reference.common.wiring import STANDARD_PORTS, CloudConfig, Wiring
 from novalab.reference.deploy import health, migrations, preflight, services
 from novalab.reference.deploy.statedir import (  # noqa: F401 (re-exported)
     DEFAULT_DB,
@@ -60,7 +61,6 @@ from novalab.reference.deploy.statedir import (  # noqa: F401 (re-exported)
     read_json,
     write_json,
 )
-from novalab.reference.deploy.wiring import STANDARD_PORTS, CloudConfig, Wiring
 
 LOG = logging.getLogger(__name__)
 
@@ -124,25 +124,6 @@ def running_urls(state: StateDir) -> dict[str, str]:
 # One service in the foreground -----------------------------------------------------------
 
 
-class _RecordingWiring(Wiring):
-    """A Wiring that remembers what its one service serves, for the ready file."""
-
-    def __init__(self, config, telemetry):
-        super().__init__(config, telemetry)
-        self.served: dict[str, str] = {}
-        self.topics: list[str] = []
-
-    def serve(self, app, service, port_key):
-        url = super().serve(app, service, port_key)
-        self.served[port_key] = url
-        return url
-
-    def rpc_server(self, topic, server, endpoints, tracer):
-        rpc_server = super().rpc_server(topic, server, endpoints, tracer)
-        self.topics.append(f"{topic}.{server}")
-        return rpc_server
-
-
 def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
                 state_dir: str | os.PathLike, stop: threading.Event | None = None,
                 on_ready: Callable[[dict], None] | None = None,
@@ -181,7 +162,7 @@ def _serve(name, host, builder, state: StateDir, unit: Unit, stop: threading.Eve
     config = CloudConfig(state_dir=state.root, db_url=db_url, transport_url=transport_url,
                          ports=dict(STANDARD_PORTS), deployment="up",
                          vif_plugging_timeout=vif_plugging_timeout)
-    wiring = _RecordingWiring(config, telemetry)
+    wiring = Wiring(config, telemetry)
     wiring.urls.update(running_urls(state))
     threading.Thread(target=_learn_urls, args=(wiring.urls, state, stop), daemon=True,
                      name="learn-urls").start()

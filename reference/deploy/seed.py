@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from novalab.reference.common.context import get_admin_context
 from novalab.reference.common.db import Database
+from novalab.reference.common.wiring import DEFAULT_PASSWORD
 from novalab.reference.glance.core import ImageRepo
 from novalab.reference.keystone.core import Keystone
 from novalab.reference.nova.db import api as db_api
-
-DEFAULT_PASSWORD = "novalab"
 
 USERS = {
     "admin": {"project": "admin", "roles": ["admin", "member", "reader"]},

@@ -1,11 +1,11 @@
-"""One builder per networking service, in the style of ``reference/deploy/services.py``.
+"""neutron's service builders: the server, the DHCP and L2 agents, the metadata proxy.
 
 Start them in this order (each needs the URLs or RPC servers of those before):
 ``neutron_server`` (REST on port key ``neutron``, RPC on ``q-plugin`` and
 ``q-reports-plugin``), one ``neutron_dhcp_agent``, one ``neutron_l2_agent`` per
-compute host, then ``nova_api_metadata`` (port key ``metadata``) and
-``neutron_metadata_proxy`` (port key ``metadata-proxy``). Keystone must already
-run and know the ``neutron`` service user; ``nova_api_metadata`` uses ``nova``.
+compute host (nova's compute builder starts it beside nova-compute), then
+``neutron_metadata_proxy`` (port key ``metadata-proxy``), which forwards to
+nova-api-metadata. Keystone must already run and know the ``neutron`` user.
 
 Every RPC server here is on neutron's exchange (``neutron``), as oslo.messaging's
 ``control_exchange`` puts it upstream.
@@ -13,9 +13,7 @@ Every RPC server here is on neutron's exchange (``neutron``), as oslo.messaging'
 
 from __future__ import annotations
 
-import socket
-
-from novalab.reference.deploy.wiring import Wiring
+from novalab.reference.common.wiring import CONTROLLER, Wiring
 from novalab.reference.neutron import constants
 from novalab.reference.neutron.agent.dhcp import agent as dhcp_agent
 from novalab.reference.neutron.agent.l2 import agent as l2_agent
@@ -33,25 +31,13 @@ from novalab.reference.neutron.server.notifiers import (
 )
 from novalab.reference.neutron.server.plugin import Ml2Plugin
 from novalab.reference.neutron.server.rpc import DhcpRpcCallback, RpcCallbacks
-from novalab.reference.nova.api import metadata as nova_metadata
-from novalab.reference.nova.network.neutron import API as NeutronAPI
-from novalab.reference.rpc import RPCServer, Target
-
-CONTROLLER = socket.gethostname()
+from novalab.reference.rpc import RPCServer
 
 
 def _rpc_server(w: Wiring, topic: str, server: str, endpoints: list, tracer) -> RPCServer:
-    """An RPC server on neutron's exchange, stopped (and drained) when the wiring closes."""
-    rpc = RPCServer(w.transport(), Target(topic=topic, server=server,
-                                          exchange=constants.EXCHANGE),
-                    endpoints, tracer=tracer).start()
-
-    def stop():
-        rpc.stop()
-        rpc.wait()
-
-    w.on_stop(stop)
-    return rpc
+    """An RPC server on neutron's exchange, stopped and drained before what it drives."""
+    return w.rpc_server(topic, server, endpoints, tracer, exchange=constants.EXCHANGE,
+                        stop_first=True)
 
 
 def neutron_server(w: Wiring, host: str = CONTROLLER) -> Ml2Plugin:
@@ -59,6 +45,7 @@ def neutron_server(w: Wiring, host: str = CONTROLLER) -> Ml2Plugin:
     service = "neutron-server"
     tracer = w.tracer(service)
     core = Ml2Plugin(w.database(service), tracer)
+    core.faults = w.faults  # port-binding, vif-plugged-timeout
     seed_networks(core)
     auth = w.auth(service, "neutron")
     transport = w.transport()
@@ -127,20 +114,6 @@ def neutron_metadata_proxy(w: Wiring) -> metadata_proxy.MetadataProxyHandler:
     return handler
 
 
-def nova_api_metadata(w: Wiring) -> str:
-    """nova-api-metadata, with its own database handle; returns its URL."""
-    service = "nova-api-metadata"
-    tracer = w.tracer(service)
-    network_api = None
-    if "neutron" in w.urls:
-        network_api = NeutronAPI(w.urls["neutron"], w.http(service), tracer,
-                                 admin_token=w.auth(service, "nova").service_token)
-    return w.serve(nova_metadata.create_app(w.database(service), network_api, tracer,
-                                            shared_secret(w.config.state_dir),
-                                            tracer_provider=w.provider(service)),
-                   service, "metadata")
-
-
 def agents_alive(core: Ml2Plugin) -> dict[str, list[str]]:
     """Which agents the server counts as alive, by type (a quick health view)."""
     return {kind: [a["host"] for a in core.agents.get_agents(kind)]
@@ -148,4 +121,4 @@ def agents_alive(core: Ml2Plugin) -> dict[str, list[str]]:
 
 
 __all__ = ["neutron_server", "neutron_dhcp_agent", "neutron_l2_agent",
-           "neutron_metadata_proxy", "nova_api_metadata", "seed_networks"]
+           "neutron_metadata_proxy", "seed_networks"]

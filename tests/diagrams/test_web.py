@@ -324,7 +324,7 @@ def test_novalab_web_on_a_busy_port_says_so(store_dir):
 
 
 def test_serve_hosts_the_page_on_its_state_dir(tmp_path):
-    from novalab.reference.deploy.wiring import STANDARD_PORTS
+    from novalab.reference.common.wiring import STANDARD_PORTS
 
     if any(loopback.port_open(port) for port in STANDARD_PORTS.values()):
         pytest.skip(f"one of the standard ports {sorted(STANDARD_PORTS.values())} is in use")

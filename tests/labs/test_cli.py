@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from novalab.labs.cli import main
-from novalab.reference.deploy.wiring import STANDARD_PORTS
+from novalab.reference.common.wiring import STANDARD_PORTS
 
 NOVALAB = [sys.executable, "-m", "novalab.labs.cli"]
 

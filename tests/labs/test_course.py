@@ -20,7 +20,7 @@ import pytest
 
 from novalab.labs.course import find, labs, uncovered_steps
 from novalab.labs.publish import index, page
-from novalab.reference.deploy.wiring import STANDARD_PORTS
+from novalab.reference.common.wiring import STANDARD_PORTS
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

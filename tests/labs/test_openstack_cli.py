@@ -19,7 +19,7 @@ from pathlib import Path
 import loopback
 import pytest
 
-from novalab.reference.deploy.wiring import STANDARD_PORTS
+from novalab.reference.common.wiring import STANDARD_PORTS
 
 OPENSTACK = str(Path(sys.executable).with_name("openstack"))
 PORTS = tuple(STANDARD_PORTS.values())  # every port `novalab serve` binds

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHECKED = (
     "reference/ceph/**/*.py", "reference/neutron/**/*.py", "reference/cinder/**/*.py",
     "reference/glance/**/*.py", "reference/keystone/**/*.py",
-    "reference/deploy/guest.py", "reference/deploy/services.py",
+    "reference/guest/**/*.py", "reference/deploy/services.py", "reference/*/service.py",
     "tracing/libvirt.py", "tracing/spans.py", "tracing/http.py",
     "diagrams/flows/**/*.py", "diagrams/semantics.py", "diagrams/callgraph.py",
     "diagrams/sequence*.py", "diagrams/check.py", "diagrams/jaeger.py",

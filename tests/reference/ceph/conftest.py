@@ -14,10 +14,10 @@ import pytest
 
 from novalab.reference.ceph import service
 from novalab.reference.ceph.rados import Rados
+from novalab.reference.common.wiring import CloudConfig, Wiring
 from novalab.reference.deploy import seed
 from novalab.reference.deploy import services as deploy_services
 from novalab.reference.deploy.embedded import create_schema
-from novalab.reference.deploy.wiring import CloudConfig, Wiring
 from novalab.tracing.setup import Telemetry
 
 
@@ -31,7 +31,7 @@ class CephEnv:
                 with pytest.MonkeyPatch.context() as patch:
                     patch.setitem(seed.USERS, "swift", {"project": "service",
                                                         "roles": ["service"]})
-                    deploy_services.keystone(self.w)
+                    deploy_services.BUILDERS["keystone"](self.w)
             self.cluster = service.start_cluster(self.w, osds=osds, rgw=rgw)
             self.rados = Rados(self.w.urls["ceph-mon"], self.w.tracer("novalab-client")).connect()
         except BaseException:

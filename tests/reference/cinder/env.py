@@ -20,9 +20,9 @@ from novalab.reference.ceph.rados import Rados
 from novalab.reference.cinder import service as cinder_service
 from novalab.reference.cinder.db import models as _cinder_models  # noqa: F401 (tables)
 from novalab.reference.common.context import RequestContext
+from novalab.reference.common.wiring import CloudConfig, Wiring
 from novalab.reference.deploy import services
 from novalab.reference.deploy.embedded import create_schema
-from novalab.reference.deploy.wiring import CloudConfig, Wiring
 from novalab.tracing.http import http_client
 from novalab.tracing.setup import Telemetry
 
@@ -90,9 +90,9 @@ class CinderEnv:
         self.rados = None
         try:
             create_schema(self.w.config.db_url)
-            self.keystone = services.keystone(self.w)
+            self.keystone = services.BUILDERS["keystone"](self.w)
             self.cluster = ceph_service.start_cluster(self.w, osds=3, rgw=False)
-            self.images = services.glance_api_service(self.w)
+            self.images = services.BUILDERS["glance-api"](self.w)
             self.cirros = self.images.find_by_name("cirros")
             self.volume_api = cinder_service.cinder_api(self.w)
             self.manager = cinder_service.cinder_volume(self.w)

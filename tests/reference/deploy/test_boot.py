@@ -92,7 +92,7 @@ def check_boot_trace(result):
             continue
         parent = by_id[span.parent.span_id]
         if service_of(parent) != service_of(span) and \
-                "novalab.stand_in" not in span.attributes:  # the guest: see deploy/guest.py
+                "novalab.stand_in" not in span.attributes:  # the guest: guest/cloud_init.py
             assert parent.kind in (SpanKind.CLIENT, SpanKind.PRODUCER), (parent.name, span.name)
             assert span.kind in (SpanKind.SERVER, SpanKind.CONSUMER), (parent.name, span.name)
     assert result.dropped == {}

@@ -25,11 +25,11 @@ import sqlalchemy
 import yaml
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from novalab.reference.common.wiring import STANDARD_PORTS
 from novalab.reference.deploy import health, processes
 from novalab.reference.deploy.boot import BootRequest
 from novalab.reference.deploy.running import boot_against_running
 from novalab.reference.deploy.statedir import StateDir, Unit
-from novalab.reference.deploy.wiring import STANDARD_PORTS
 from novalab.tracing import collect
 from novalab.tracing.otlp_json import spans_from_otlp
 

@@ -33,11 +33,11 @@ import private_services
 import pytest
 import sqlalchemy
 
+from novalab.reference.common.wiring import STANDARD_PORTS
 from novalab.reference.deploy import health
 from novalab.reference.deploy.boot import BootRequest, server_extra
 from novalab.reference.deploy.client import CloudClient
 from novalab.reference.deploy.statedir import StateDir
-from novalab.reference.deploy.wiring import STANDARD_PORTS
 
 pytestmark = [pytest.mark.amqp, pytest.mark.postgresql]
 
@@ -82,6 +82,7 @@ class Cloud:
         self.engine = sqlalchemy.create_engine(pg.url("novalab"), pool_pre_ping=True)
         self.http = httpx.Client(timeout=30)
         self._client: CloudClient | None = None
+        self.booted: list[str] = []  # deleted after each test, however it ended
 
     # -- the user's side, tolerant of an API that errs while a fault lasts ----------
 
@@ -103,6 +104,7 @@ class Cloud:
             created = client.create_server(name, flavor["id"], image["id"],
                                            **server_extra(BootRequest(), image["id"]))
             servers[created["id"]] = name
+            self.booted.append(created["id"])
         return servers
 
     def look(self, ids) -> dict[str, dict | str]:
@@ -277,7 +279,17 @@ def cloud():
         yield running
 
 
-def test_rabbitmq_restarted_while_boots_are_in_flight(cloud):
+@pytest.fixture
+def scenario(cloud):
+    """The cloud, and after the test: its servers deleted, whatever became of them
+    (the scenarios share one cloud and its quota)."""
+    yield cloud
+    cloud.delete(cloud.booted)
+    cloud.booted.clear()
+
+
+def test_rabbitmq_restarted_while_boots_are_in_flight(scenario):
+    cloud = scenario
     volumes = cloud.volume_ids()
     servers = cloud.boot("mq", 3)
     cloud.wait_in_flight(servers)
@@ -290,7 +302,8 @@ def test_rabbitmq_restarted_while_boots_are_in_flight(cloud):
     cloud.delete_and_check_nothing_left(servers, volumes)
 
 
-def test_conductor_killed_mid_boot_then_up_again(cloud):
+def test_conductor_killed_mid_boot_then_up_again(scenario):
+    cloud = scenario
     volumes = cloud.volume_ids()
     servers = cloud.boot("conductor", 3)
     cloud.wait_in_flight(servers)
@@ -315,7 +328,8 @@ def test_conductor_killed_mid_boot_then_up_again(cloud):
     cloud.delete_and_check_nothing_left(servers, volumes)
 
 
-def test_compute_killed_mid_boot_then_up_again(cloud):
+def test_compute_killed_mid_boot_then_up_again(scenario):
+    cloud = scenario
     volumes = cloud.volume_ids()
     servers = cloud.boot("compute", 4)
     building = cloud.building_on_a_host(servers)
@@ -343,10 +357,11 @@ def test_compute_killed_mid_boot_then_up_again(cloud):
 
 @pytest.fixture(scope="module")
 def postgres_restarted(cloud):
-    """Boots in flight while the database goes away for 5 s; their servers are deleted
-    (not waited on) after the tests that use them, whatever state they are in."""
+    """Boots in flight while the database goes away for 5 s; deleted (not waited on)
+    after the tests that use them, whatever state they are in."""
     volumes = cloud.volume_ids()
     servers = cloud.boot("postgres", 4)
+    cloud.booted.clear()  # the module's, not one test's
     cloud.wait_in_flight(servers)
     cloud.pg.restart(down_for=5)
     yield servers, volumes
@@ -375,7 +390,8 @@ def test_postgres_restart_every_server_settles_and_nothing_leaks(cloud, postgres
     cloud.delete_and_check_nothing_left(servers, volumes)
 
 
-def test_otlp_endpoint_gone_mid_boot(cloud):
+def test_otlp_endpoint_gone_mid_boot(scenario):
+    cloud = scenario
     volumes = cloud.volume_ids()
     servers = cloud.boot("otlp", 3)
     cloud.wait_in_flight(servers)

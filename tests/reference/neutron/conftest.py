@@ -15,11 +15,12 @@ import pytest
 from flask import Flask, jsonify, request
 
 from novalab.reference.common.db import Base, Database
+from novalab.reference.common.wiring import CloudConfig, Wiring
 from novalab.reference.deploy import seed, services
-from novalab.reference.deploy.wiring import CloudConfig, Wiring
 from novalab.reference.glance import models as _glance_models  # noqa: F401 (tables)
 from novalab.reference.keystone import models as _keystone_models  # noqa: F401 (tables)
 from novalab.reference.neutron import service
+from novalab.reference.nova import service as nova_service
 from novalab.reference.nova.db import models as _nova_models  # noqa: F401 (tables)
 from novalab.tracing.setup import Telemetry
 
@@ -73,13 +74,13 @@ class NetworkingCloud:
 
     def start(self) -> NetworkingCloud:
         w = self.w
-        self.keystone = services.keystone(w)
+        self.keystone = services.BUILDERS["keystone"](w)
         self.nova = NovaEventsStub()
         w.serve(self.nova.app, "nova-events-stub", "nova")
         self.core = service.neutron_server(w)
         self.dhcp = service.neutron_dhcp_agent(w)
         self.l2 = service.neutron_l2_agent(w, COMPUTE_HOST)
-        service.nova_api_metadata(w)
+        nova_service.nova_api_metadata(w)
         self.proxy = service.neutron_metadata_proxy(w)
         self.neutron = w.urls["neutron"] + "/v2.0"
         return self

@@ -127,7 +127,7 @@ class LibvirtDriver(driver.ComputeDriver):
                                         block_device_info=block_device_info)
         self._wait_for_boot(instance)
         if self.on_guest_running is not None:
-            # A stand-in for the guest OS (see reference/deploy/guest.py).
+            # A stand-in for the guest OS (see reference/guest/cloud_init.py).
             self.on_guest_running(instance, network_info)
 
     def _get_instance_path(self, instance) -> str:

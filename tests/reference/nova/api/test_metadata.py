@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from novalab.reference.common.db import Base, Database
-from novalab.reference.deploy.wiring import CloudConfig, Wiring
-from novalab.reference.neutron import service
+from novalab.reference.common.wiring import CloudConfig, Wiring
 from novalab.reference.neutron.agent.metadata import shared_secret, sign_instance_id
+from novalab.reference.nova import service
 from novalab.reference.nova.db import api as db_api
 from novalab.reference.nova.db import models as _nova_models  # noqa: F401 (tables)
 from novalab.tracing.setup import Telemetry

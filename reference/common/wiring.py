@@ -4,15 +4,21 @@ A service needs the same few things whether it runs in the embedded cloud or
 as its own process: its tracer provider, a database engine, an RPC transport,
 an HTTP client and maybe an HTTP server, all traced under its own name.
 :class:`Wiring` makes them from one :class:`CloudConfig` and remembers each, so
-``close()`` can stop everything in the right order. It also holds the cloud's
-fault knobs (``w.faults``, over ``STATE_DIR/faults.json``, see
-``reference/common/faults.py``), which the builders hand to the services that
-can fail on purpose.
+``close()`` can stop everything in the right order, and what each serves (URLs,
+RPC topics), so a deployment can say so. It also holds the cloud's fault knobs
+(``w.faults``, over ``STATE_DIR/faults.json``, see ``reference/common/faults.py``),
+which the builders hand to the services that can fail on purpose.
+
+This is the seam upstream's ``nova/service.py`` ``Service.start`` is: every
+project's ``service.py`` builds its services on it (``reference/<project>/
+service.py``), and ``reference/deploy`` only chooses which to run, where. It sits
+below every project, so no project imports the deployment.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 import tempfile
 import uuid
 from collections.abc import Callable
@@ -22,13 +28,19 @@ from pathlib import Path
 from novalab.reference.common.db import Database
 from novalab.reference.common.faults import Faults
 from novalab.reference.common.wsgi import ServerThread
-from novalab.reference.deploy import seed
+
+# keystonemiddleware is a library every service loads; novalab keeps it in keystone/.
 from novalab.reference.keystone.middleware import AuthProtocol, ServiceCredentials
 from novalab.reference.rpc import RPCServer, Target, get_transport
 from novalab.tracing.http import http_client
 from novalab.tracing.setup import Telemetry
 
 LOG = logging.getLogger(__name__)
+
+# The host the controller services say they run on (RPC servers, agents).
+CONTROLLER = socket.gethostname()
+# The password of every seeded user (admin, demo, the service users).
+DEFAULT_PASSWORD = "novalab"
 
 # The standard ports of `novalab serve` and of one-process-per-service deployments,
 # keyed as Wiring.urls is. Services that do not exist yet simply never bind theirs.
@@ -57,7 +69,7 @@ class CloudConfig:
     bind_host: str = "127.0.0.1"
     # 0 picks a free port; `novalab serve` uses STANDARD_PORTS.
     ports: dict[str, int] = field(default_factory=dict)
-    password: str = seed.DEFAULT_PASSWORD
+    password: str = DEFAULT_PASSWORD
     report_interval: float = 10.0
     # Run Neutron (ports, DHCP, L2, metadata)? Without it servers get no ports, as
     # on a Nova without networking.
@@ -90,6 +102,8 @@ class Wiring:
         self.traced = telemetry.enabled
         self.faults = Faults(self.config.state_dir, deployment=self.config.deployment)
         self.urls: dict[str, str] = {}
+        self.served: dict[str, str] = {}   # port key -> URL, of what this wiring serves
+        self.topics: list[str] = []        # "topic.server" of each RPC server it runs
         self.databases: dict[str, Database] = {}
         self._servers: list[ServerThread] = []
         self._rpc_servers: list[RPCServer] = []
@@ -133,13 +147,33 @@ class Wiring:
                               name=service).start()
         self._servers.append(server)
         self.urls[port_key] = server.url
+        self.served[port_key] = server.url
         return server.url
 
-    def rpc_server(self, topic: str, server: str, endpoints: list, tracer) -> RPCServer:
-        rpc_server = RPCServer(self.transport(), Target(topic=topic, server=server), endpoints,
-                               tracer=tracer)
-        rpc_server.start()
-        self._rpc_servers.append(rpc_server)
+    def rpc_server(self, topic: str, server: str, endpoints: list, tracer, *,
+                   exchange: str | None = None, stop_first: bool = False) -> RPCServer:
+        """Consume ``topic`` and ``topic.server`` on ``exchange``.
+
+        ``exchange`` defaults to ``nova``; neutron's server and agents use
+        ``neutron``, as oslo.messaging's ``control_exchange`` sets it per project.
+        ``stop_first``: stop and drain this server among the stop callbacks (before
+        those registered earlier), for a service that must take no more messages
+        before it tears down what they act on (a DHCP agent's dnsmasq); otherwise
+        RPC servers stop after every callback has run (a compute host drains its
+        builds, which still need RPC, first).
+        """
+        target = Target(topic=topic, server=server) if exchange is None else \
+            Target(topic=topic, server=server, exchange=exchange)
+        rpc_server = RPCServer(self.transport(), target, endpoints, tracer=tracer).start()
+        if stop_first:
+            def stop():
+                rpc_server.stop()
+                rpc_server.wait()
+
+            self.on_stop(stop)
+        else:
+            self._rpc_servers.append(rpc_server)
+        self.topics.append(f"{topic}.{server}")
         return rpc_server
 
     def auth(self, service: str, user: str, host: str | None = None) -> AuthProtocol:

@@ -22,7 +22,7 @@ import threading
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from novalab.reference.deploy.wiring import Wiring
+from novalab.reference.common.wiring import Wiring
 from novalab.reference.neutron.agent.metadata import guest_source_address, shared_secret
 from novalab.reference.neutron.guest_agent import read_v2
 from novalab.tracing import attributes as attr

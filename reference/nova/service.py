@@ -1,0 +1,156 @@
+"""nova's service builders: api, conductor, scheduler, compute and api-metadata.
+
+Each builds one service on a :class:`~novalab.reference.common.wiring.Wiring`
+and starts it, as upstream's ``nova/service.py`` ``Service.start`` does for the
+RPC services (a manager, its RPC server on a topic, a periodic report) and
+``wsgi`` for the APIs. They need keystone and glance running; ``nova_compute``
+also the conductor, and Neutron, Cinder and Ceph when the cloud has them
+(it looks at ``w.urls``). The embedded cloud calls them in one process;
+``novalab service NAME`` calls one (``reference/deploy/services.py``).
+"""
+
+from __future__ import annotations
+
+from novalab.reference.ceph.rados import Rados
+from novalab.reference.common.context import get_admin_context
+from novalab.reference.common.wiring import CONTROLLER, Wiring
+from novalab.reference.guest.cloud_init import GuestBoots
+from novalab.reference.neutron.agent.metadata import shared_secret
+from novalab.reference.neutron.service import neutron_l2_agent
+from novalab.reference.nova.api import metadata as nova_metadata
+from novalab.reference.nova.api.app import create_app as create_nova_app
+from novalab.reference.nova.compute.api import API as ComputeAPI
+from novalab.reference.nova.compute.manager import ComputeManager
+from novalab.reference.nova.compute.rpcapi import ComputeAPI as ComputeRPCAPI
+from novalab.reference.nova.conductor.manager import ConductorManager
+from novalab.reference.nova.conductor.rpcapi import ConductorAPI
+from novalab.reference.nova.image.glance import GlanceImageServiceV2
+from novalab.reference.nova.network.neutron import API as NeutronAPI
+from novalab.reference.nova.scheduler import conf as scheduler_conf
+from novalab.reference.nova.scheduler.manager import SchedulerManager
+from novalab.reference.nova.scheduler.rpcapi import SchedulerAPI
+from novalab.reference.nova.virt.images import ImageFetcher
+from novalab.reference.nova.virt.libvirt.driver import LibvirtDriver
+from novalab.reference.nova.virt.libvirt.qemu_standin import QemuRbdStandIn
+from novalab.reference.nova.volume.cinder import API as CinderAPI
+
+
+def nova_api(w: Wiring) -> ComputeAPI:
+    """The compute API on port key ``nova`` (its flavors come from the deployment)."""
+    service = "nova-api"
+    db = w.database(service)
+    tracer = w.tracer(service)
+    transport = w.transport()
+    http = w.http(service)
+    volume_api = CinderAPI(w.urls["cinder"], http, tracer) if "cinder" in w.urls else None
+    compute_api = ComputeAPI(
+        db, GlanceImageServiceV2(w.urls["glance"], http, tracer),
+        SchedulerAPI(transport, tracer), ComputeRPCAPI(transport, tracer), tracer,
+        volume_api=volume_api)
+    w.serve(create_nova_app(db, compute_api, w.auth(service, "nova"), tracer,
+                            tracer_provider=w.provider(service)), service, "nova")
+    return compute_api
+
+
+def nova_conductor(w: Wiring, host: str = CONTROLLER) -> ConductorManager:
+    """The only nova service besides api and scheduler with a database handle."""
+    tracer = w.tracer("nova-conductor")
+    manager = ConductorManager(w.database("nova-conductor"), tracer)
+    w.rpc_server("conductor", host, [manager], tracer)
+    return manager
+
+
+def nova_scheduler(w: Wiring, host: str = CONTROLLER) -> SchedulerManager:
+    """The scheduler, configured by STATE_DIR/nova.conf (written with the defaults if
+    missing, for the learner to edit; read again whenever it changes)."""
+    tracer = w.tracer("nova-scheduler")
+    scheduler_conf.write_default(scheduler_conf.conf_path(w.config.state_dir))
+    manager = SchedulerManager(w.database("nova-scheduler"),
+                               ComputeRPCAPI(w.transport(), tracer), tracer,
+                               state_dir=w.config.state_dir)
+    w.rpc_server("scheduler", host, [manager], tracer)
+    return manager
+
+
+def nova_compute(w: Wiring, host: str, guests: GuestBoots | None = None) -> ComputeManager:
+    """A compute host: its own hypervisor connection, heartbeat and RPC queue.
+
+    With Neutron deployed, the host's L2 agent starts here too, in the same
+    process: on a real host the two are separate processes sharing the host's
+    kernel and libvirtd, but libvirt's test hypervisor exists once per process,
+    so only an agent in nova-compute's process can see the guests' taps.
+    """
+    service = "nova-compute"
+    tracer = w.tracer(service, host)
+    instances_path = w.config.state_dir / "instances" / host
+    instances_path.mkdir(parents=True, exist_ok=True)
+    http = w.http(service, host)
+    image_api = GlanceImageServiceV2(w.urls["glance"], http, tracer)
+    rados = None
+    if "ceph-mon" in w.urls:
+        rados = Rados(w.urls["ceph-mon"], tracer).connect()
+        w.on_stop(rados.shutdown)
+    # nova's own service credentials, for the object gateway (the image container
+    # belongs to the service project, not to the user who boots).
+    service_auth = w.auth(service, "nova", host)
+    fetcher = ImageFetcher(image_api, tracer, rados=rados, http=http,
+                           service_token=service_auth.service_token)
+    driver = LibvirtDriver(uri=w.config.libvirt_uri, tracer=tracer,
+                           instances_path=str(instances_path), image_fetcher=fetcher,
+                           vif_plugging_timeout=w.config.vif_plugging_timeout)
+    if w.config.libvirt_uri.startswith("test://"):
+        # The test hypervisor runs no QEMU and no guest: novalab's stand-ins do
+        # their part (QEMU opening rbd disks, the guest asking for metadata).
+        if guests is None and "neutron" in w.urls:
+            guests = GuestBoots(w)  # a compute host of its own process (`novalab up`)
+        if rados is not None:
+            driver._host.on_domain_start = QemuRbdStandIn(tracer)
+        if guests is not None:
+            driver.on_guest_running = guests
+    network_api = None
+    if "neutron" in w.urls:
+        network_api = NeutronAPI(w.urls["neutron"], http, tracer,
+                                 admin_token=service_auth.service_token)
+    volume_api = CinderAPI(w.urls["cinder"], http, tracer) if "cinder" in w.urls else None
+    manager = ComputeManager(host, driver, ConductorAPI(w.transport(), tracer), tracer,
+                             report_interval=w.config.report_interval,
+                             network_api=network_api, volume_api=volume_api,
+                             faults=w.faults)
+    if "neutron" in w.urls:
+        neutron_l2_agent(w, host)
+    w.rpc_server("compute", host, [manager], tracer)
+    manager.init_host()
+    manager.start_heartbeat()
+    # Stop callbacks run last-registered first: drain the builds in flight
+    # (manager.stop), then remove what they defined on the test hypervisor.
+    if w.config.libvirt_uri.startswith("test:///"):
+        w.on_stop(lambda: _remove_test_guests(manager))
+    w.on_stop(manager.stop)
+    return manager
+
+
+def _remove_test_guests(compute: ComputeManager) -> None:
+    """Destroy a host's guests on libvirt's in-process test hypervisor.
+
+    ``test:///default`` is one hypervisor per *process*: a second cloud started
+    in the same process (tests, benchmarks) would otherwise find the first
+    cloud's ``instance-00000001`` still defined. A real hypervisor's guests are
+    left alone (this runs for ``test://`` URIs only).
+    """
+    context = get_admin_context()
+    for uuid in list(compute.driver.defined_here):  # no RPC: the broker may be gone
+        compute.driver.destroy(context, {"uuid": uuid})
+
+
+def nova_api_metadata(w: Wiring) -> str:
+    """nova-api-metadata on port key ``metadata``, with its own database handle."""
+    service = "nova-api-metadata"
+    tracer = w.tracer(service)
+    network_api = None
+    if "neutron" in w.urls:
+        network_api = NeutronAPI(w.urls["neutron"], w.http(service), tracer,
+                                 admin_token=w.auth(service, "nova").service_token)
+    return w.serve(nova_metadata.create_app(w.database(service), network_api, tracer,
+                                            shared_secret(w.config.state_dir),
+                                            tracer_provider=w.provider(service)),
+                   service, "metadata")

@@ -1,0 +1,57 @@
+"""The service seam: every project builds on Wiring, which records what each serves."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from novalab.reference.common.wiring import CloudConfig, Wiring
+from novalab.reference.deploy import services
+from novalab.tracing.setup import Telemetry
+
+REFERENCE = Path(__file__).resolve().parents[3] / "reference"
+
+
+def _imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_no_project_imports_the_deployment():
+    """deploy/ registers and runs services; the services never reach up into it."""
+    upward = {str(path.relative_to(REFERENCE)): sorted(
+                  name for name in _imports(path) if name.startswith("novalab.reference.deploy"))
+              for path in REFERENCE.rglob("*.py") if path.parts[len(REFERENCE.parts)] != "deploy"}
+    assert {path: names for path, names in upward.items() if names} == {}
+
+
+def test_every_builder_is_its_projects():
+    for name, builder in services.BUILDERS.items():
+        module = getattr(builder, "__wrapped__", builder).__module__
+        project = name.split("-")[0]
+        assert module == f"novalab.reference.{project}.service", (name, module)
+
+
+class Endpoint:
+    def ping(self, context):
+        return "pong"
+
+
+def test_rpc_servers_record_their_topics_on_any_exchange(tmp_path):
+    telemetry = Telemetry(memory=True, otlp=False)
+    w = Wiring(CloudConfig(state_dir=tmp_path), telemetry)
+    try:
+        tracer = w.tracer("test")
+        nova = w.rpc_server("conductor", "ctl", [Endpoint()], tracer)
+        neutron = w.rpc_server("q-plugin", "ctl", [Endpoint()], tracer, exchange="neutron",
+                               stop_first=True)
+        assert (nova.target.exchange, neutron.target.exchange) == ("nova", "neutron")
+        assert w.topics == ["conductor.ctl", "q-plugin.ctl"]
+    finally:
+        w.close()
+        telemetry.shutdown()

@@ -104,7 +104,7 @@ def nova_compute(w: Wiring, host: str, guests: GuestBoots | None = None) -> Comp
         if guests is None and "neutron" in w.urls:
             guests = GuestBoots(w)  # a compute host of its own process (`novalab up`)
         if rados is not None:
-            driver._host.on_domain_start = QemuRbdStandIn(tracer)
+            driver._host.on_domain_start = QemuRbdStandIn.on_host(w, host)
         if guests is not None:
             driver.on_guest_running = guests
     network_api = None

@@ -10,6 +10,12 @@ For ``test://`` URIs novalab attaches this stand-in to the libvirt connection:
 inside the span of the call that starts the domain (``createWithFlags``), it
 does exactly QEMU's two steps with novalab's librados/librbd. If the volume is
 missing, the start fails as it would under QEMU.
+
+Its spans are the hypervisor's, not nova-compute's: ``QemuRbdStandIn.on_host``
+traces them as their own service, ``qemu-kvm`` on the compute host (the way
+the guest's stand-in is traced as ``cloud-init``), so the trace, the flow
+check (steps 49-51) and the call graph show QEMU, not Nova, talking to Ceph.
+Each carries ``novalab.stand_in``: no real QEMU ran.
 """
 
 from __future__ import annotations
@@ -21,6 +27,10 @@ from opentelemetry import trace
 from novalab.reference.ceph.rados import Rados
 from novalab.reference.ceph.rbd import Image
 from novalab.tracing import attributes as attr
+
+# The service.name of the hypervisor's spans: the QEMU/KVM process libvirt starts for a guest.
+SERVICE = "qemu-kvm"
+STAND_IN = "qemu (libvirt test hypervisor)"
 
 
 def rbd_disks(domain_xml: str) -> list[dict]:
@@ -39,10 +49,20 @@ def rbd_disks(domain_xml: str) -> list[dict]:
 
 
 class QemuRbdStandIn:
-    """Opens a starting domain's rbd disks as QEMU's librbd would."""
+    """Opens a starting domain's rbd disks as QEMU's librbd would.
+
+    ``tracer`` makes its spans (and its librados calls'); ``on_host`` gives it
+    the hypervisor's own.
+    """
 
     def __init__(self, tracer):
         self.tracer = tracer
+
+    @classmethod
+    def on_host(cls, w, host: str) -> QemuRbdStandIn:
+        """The stand-in of ``host``'s hypervisor, traced as ``qemu-kvm`` on that host through
+        the deployment's telemetry (``w.tracer``, one provider per service and host)."""
+        return cls(w.tracer(SERVICE, host))
 
     def __call__(self, domain) -> None:
         for disk in rbd_disks(domain.XMLDesc(0)):
@@ -51,7 +71,7 @@ class QemuRbdStandIn:
     def open_disk(self, disk: dict) -> None:
         with self.tracer.start_as_current_span(
                 "qemu rbd open", kind=trace.SpanKind.INTERNAL,
-                attributes={attr.NOVALAB_STAND_IN: "qemu (libvirt test hypervisor)",
+                attributes={attr.NOVALAB_STAND_IN: STAND_IN,
                             attr.CEPH_POOL: disk["pool"], attr.CEPH_OBJECT: disk["image"],
                             attr.CODE_FUNCTION_NAME: "qemu.block.rbd.qemu_rbd_open",
                             attr.CODE_FILE_PATH: "block/rbd.c"}):

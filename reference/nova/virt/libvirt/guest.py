@@ -3,13 +3,23 @@
 ``Guest`` wraps a ``virDomain`` so the driver speaks in verbs (create, launch,
 poweroff) rather than libvirt calls, and maps libvirt's domain states onto
 Nova's ``power_state`` values.
+
+``Guest.create`` (define the domain: ``Host.write_instance_config`` ->
+``defineXML``) and ``Guest.launch`` (start it: ``createWithFlags``) are spans
+named after upstream's, so a boot's trace reads driver -> Guest -> libvirt as
+upstream's code does. A guest made by ``create`` traces with its host's tracer.
 """
 
 from __future__ import annotations
 
+import contextlib
+
 import libvirt
 
 from novalab.reference.nova.compute import power_state
+from novalab.tracing.spans import code_attributes
+
+PATH = "nova/virt/libvirt/guest.py"
 
 # libvirt's virDomainState -> Nova's power_state, as upstream.
 LIBVIRT_POWER_STATE = {
@@ -26,9 +36,17 @@ LIBVIRT_POWER_STATE = {
 }
 
 
+def _span(tracer, qualname: str):
+    """An INTERNAL span standing for upstream ``qualname`` (nothing without a tracer)."""
+    if tracer is None:
+        return contextlib.nullcontext()
+    return tracer.start_as_current_span(qualname, attributes=code_attributes(PATH, qualname))
+
+
 class Guest:
-    def __init__(self, domain):
+    def __init__(self, domain, tracer=None):
         self._domain = domain
+        self.tracer = tracer
 
     @property
     def uuid(self) -> str:
@@ -38,10 +56,13 @@ class Guest:
     def name(self) -> str:
         return self._domain.name()
 
-    @staticmethod
-    def create(xml: str, host) -> Guest:
+    @classmethod
+    def create(cls, xml: str, host) -> Guest:
         """Define a new guest from XML on ``host``; it exists but is not running yet."""
-        return host.write_instance_config(xml)
+        with _span(host.tracer, "Guest.create"):
+            guest = host.write_instance_config(xml)
+        guest.tracer = host.tracer
+        return guest
 
     def launch(self, pause: bool = False):
         """Start a defined guest (``virDomainCreateWithFlags``).
@@ -49,7 +70,9 @@ class Guest:
         Nova starts it paused when it must wait for Neutron's network-vif-plugged
         events before letting the guest run.
         """
-        return self._domain.createWithFlags(libvirt.VIR_DOMAIN_START_PAUSED if pause else 0)
+        with _span(self.tracer, "Guest.launch"):
+            return self._domain.createWithFlags(
+                libvirt.VIR_DOMAIN_START_PAUSED if pause else 0)
 
     def resume(self) -> None:
         """Let a paused guest run (``virDomainResume``)."""

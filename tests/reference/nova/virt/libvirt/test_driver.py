@@ -158,9 +158,20 @@ def test_spawn_spans(drv, exporter):
     assert root.attributes["nova.instance.uuid"] == instance["uuid"]
     assert "/tag/ussuri-eol/" in create.attributes["novalab.upstream.url"]
 
-    under_create = [s for s in spans if s.parent and s.parent.span_id == create.context.span_id]
-    assert [s.name for s in under_create] == ["libvirt.defineXML", "libvirt.createWithFlags"]
-    for span in under_create:
+    def below(parent):
+        return [s for s in spans if s.parent and s.parent.span_id == parent.context.span_id]
+
+    # _create_domain > Guest.create > defineXML, then Guest.launch > createWithFlags, as
+    # upstream's nova/virt/libvirt/guest.py.
+    assert [s.name for s in below(create)] == ["Guest.create", "Guest.launch"]
+    for guest_span, call in zip(below(create), ["defineXML", "createWithFlags"], strict=True):
+        assert guest_span.kind == trace.SpanKind.INTERNAL
+        assert guest_span.attributes["code.function.name"] == (
+            f"nova.virt.libvirt.guest.{guest_span.name}")
+        assert guest_span.attributes["novalab.upstream.url"] == (
+            "https://opendev.org/openstack/nova/src/branch/master/nova/virt/libvirt/guest.py")
+        (span,) = below(guest_span)
+        assert span.name == f"libvirt.{call}"
         assert span.kind == trace.SpanKind.CLIENT
         assert span.attributes["rpc.system"] == "libvirt"
         assert span.attributes["server.address"] == URI

@@ -8,7 +8,6 @@ build has not happened yet; the client polls ``GET /servers/{id}``.
 
 from __future__ import annotations
 
-import secrets
 from urllib.parse import urlencode
 
 from flask import g, jsonify, request
@@ -73,9 +72,9 @@ class ServersController:
         span.set_attribute(attr.NOVA_INSTANCE_DISPLAY_NAME, first["display_name"])
         span.set_attribute(attr.NOVA_INSTANCE_ACTION, instance_actions.CREATE)
         view = views.server_summary(api_base(), first)
-        view.update({"OS-DCF:diskConfig": server.get("OS-DCF:diskConfig", "MANUAL"),
-                     "security_groups": [{"name": "default"}],
-                     "adminPass": server.get("adminPass") or secrets.token_urlsafe(9)})
+        # Upstream also answers adminPass and security_groups here; novalab sets no
+        # guest password and has no security groups, so it claims neither.
+        view["OS-DCF:diskConfig"] = server.get("OS-DCF:diskConfig", "MANUAL")
         response = jsonify({"server": view})
         response.status_code = 202
         response.headers["Location"] = view["links"][0]["href"]

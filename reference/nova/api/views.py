@@ -97,7 +97,6 @@ def server_detail(base: str, instance: dict, fault: dict | None, *, is_admin: bo
         "OS-EXT-STS:task_state": instance["task_state"],
         "OS-EXT-STS:vm_state": instance["vm_state"],
         "OS-EXT-STS:power_state": instance["power_state"],
-        "security_groups": [{"name": "default"}],
         "os-extended-volumes:volumes_attached": [
             {"id": bdm["volume_id"]} for bdm in bdms or [] if bdm.get("volume_id")],
     }

@@ -244,8 +244,6 @@ class ComputeManager:
                               admin_password=None, allocations={},
                               network_info=resources["network_info"],
                               block_device_info=resources["block_device_info"])
-            for mapping in resources["block_device_info"]["block_device_mapping"]:
-                self.volume_api.attachment_complete(context, mapping["attachment_id"])
         return instance
 
     @contextlib.contextmanager
@@ -317,7 +315,7 @@ class ComputeManager:
 
     @upstream(_MANAGER, "ComputeManager._prep_block_device")
     def _prep_block_device(self, context, instance) -> dict:
-        """Create, reserve and connect the instance's volumes; the driver's view of them.
+        """Create, reserve, connect and complete the instance's volumes; the driver's view.
 
         For each volume mapping: create the volume if the mapping asks for a new
         one (from an image or blank) and wait until Cinder has it, read it
@@ -364,6 +362,9 @@ class ComputeManager:
             self.conductor_api.block_device_mapping_update(context, bdm["id"], {
                 "attachment_id": attachment_id, "connection_info": connection_info,
                 "device_name": device})
+            # As upstream's DriverVolumeBlockDevice._volume_attach at boot: the volume
+            # is marked in-use now, before the guest that will use it is spawned.
+            self.volume_api.attachment_complete(context, attachment_id)
             mappings.append({"connection_info": connection_info, "mount_device": device,
                              "attachment_id": attachment_id, "boot_index": bdm.get("boot_index"),
                              "delete_on_termination": bdm.get("delete_on_termination")})

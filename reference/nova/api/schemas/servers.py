@@ -6,7 +6,9 @@
 ``{uuid, port, fixed_ip}`` (the strings ``auto`` and ``none`` came with 2.37),
 counts positive, ``user_data`` base64 of at most 65535 characters. Left out
 because novalab has no use for them: ``personality`` (injected files) and the
-legacy ``block_device_mapping``.
+legacy ``block_device_mapping``; ``adminPass`` (novalab sets no guest password:
+no config drive, no injection) and ``security_groups`` (no security groups yet),
+so a request naming them is refused rather than silently ignored.
 """
 
 from __future__ import annotations
@@ -56,7 +58,6 @@ base_create = {
                 "imageRef": {"oneOf": [types.uuid, {"type": "string", "maxLength": 0}]},
                 "flavorRef": {"type": ["string", "integer"], "minLength": 1, "maxLength": 255,
                               "minimum": 0, "maximum": types.MAX_INT},
-                "adminPass": {"type": "string", "maxLength": 255},
                 "metadata": types.metadata,
                 "networks": {"type": "array", "maxItems": 16, "items": _network},
                 "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
@@ -68,9 +69,6 @@ base_create = {
                 "min_count": types.positive_integer,
                 "max_count": types.positive_integer,
                 "return_reservation_id": types.boolean,
-                "security_groups": {"type": "array", "maxItems": 16, "items": {
-                    "type": "object", "properties": {"name": types.name},
-                    "additionalProperties": False}},
                 "config_drive": types.boolean,
                 "block_device_mapping_v2": {"type": "array", "maxItems": 32,
                                             "items": block_device_mapping_v2},

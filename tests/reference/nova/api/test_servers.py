@@ -125,11 +125,13 @@ def test_create_show_list_delete(cloud, login):
     assert response.status_code == 202
     created = response.json()["server"]
     assert response.headers["Location"].endswith(f"/servers/{created['id']}")
-    assert created["adminPass"]
+    # Nothing claimed that nothing backs: no guest password, no security groups.
+    assert "adminPass" not in created and "security_groups" not in created
     server = wait_status(session, created["id"])
     assert server["status"] == "ACTIVE"
     assert server["metadata"] == {"purpose": "test"}
     assert server["hostId"] and "OS-EXT-SRV-ATTR:host" not in server  # not admin
+    assert "security_groups" not in server
     listed = session.request("GET", f"{session.compute}/servers").json()["servers"]
     assert [s["id"] for s in listed] == [created["id"]]
     detail = session.request("GET", f"{session.compute}/servers/detail").json()["servers"]
@@ -271,3 +273,12 @@ def test_boot_from_volume_and_delete_leaves_nothing(cloud, login):
     ports = session.request("GET", cloud.urls["neutron"] + "/v2.0/ports",
                             params={"device_id": server["id"]}).json()["ports"]
     assert ports == []
+
+
+@pytest.mark.parametrize("field", [{"adminPass": "s3cret"},
+                                   {"security_groups": [{"name": "default"}]}])
+def test_options_nothing_backs_are_refused_not_ignored(shared_cloud, login, field):
+    session = login(shared_cloud)
+    response = create(session, shared_cloud, **field)
+    assert response.status_code == 400
+    assert next(iter(field)) in response.json()["badRequest"]["message"]

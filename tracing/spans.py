@@ -47,14 +47,24 @@ def code_attributes(path: str, qualname: str, ref: str = "master") -> dict[str, 
 
 
 def upstream(path: str, qualname: str, *, ref: str = "master",
-             kind: trace.SpanKind = trace.SpanKind.INTERNAL):
-    """Decorate a method so each call is a span standing for upstream ``qualname``."""
+             kind: trace.SpanKind = trace.SpanKind.INTERNAL,
+             name: str | None = None, stand_in: str | None = None):
+    """Decorate a method so each call is a span standing for upstream ``qualname``.
+
+    The span is named ``qualname`` unless ``name`` is given. ``stand_in`` marks
+    work upstream never does (``novalab.stand_in`` says what upstream does
+    instead): ``qualname`` is then only the closest upstream function, not a
+    description of the span.
+    """
     static = code_attributes(path, qualname, ref)
+    if stand_in is not None:
+        static[attr.NOVALAB_STAND_IN] = stand_in
+    span_name = name or qualname
 
     def decorate(func):
         @functools.wraps(func)
         def wrapper(self, *args, **kwargs):
-            with self.tracer.start_as_current_span(qualname, kind=kind, attributes=static):
+            with self.tracer.start_as_current_span(span_name, kind=kind, attributes=static):
                 return func(self, *args, **kwargs)
 
         wrapper.__upstream__ = static[attr.CODE_FUNCTION_NAME]

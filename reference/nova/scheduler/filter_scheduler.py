@@ -11,6 +11,11 @@ filters and weighers; a ``filter`` event per filter run (its name, how many
 hosts it started with and passed, which it passed and which it rejected); a
 ``weigh`` event per instance (the hosts best first, their weights and free RAM,
 the chosen host); and the chosen hosts.
+
+The spans link to Newton's ``filter_scheduler.py`` (``newton-eol``), the last
+release whose filter scheduler read every host from the database as this one
+does: Ocata asked placement for candidate hosts first, and Xena merged the
+filter scheduler into ``SchedulerManager`` (``nova/scheduler/manager.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from novalab.tracing.spans import upstream
 LOG = logging.getLogger(__name__)
 
 _FILTER_SCHEDULER = "nova/scheduler/filter_scheduler.py"
+_PRE_PLACEMENT = "newton-eol"  # see the module docstring
 
 
 class FilterScheduler:
@@ -34,13 +40,13 @@ class FilterScheduler:
         self.host_manager = host_manager
         self.tracer = tracer
 
-    @upstream(_FILTER_SCHEDULER, "FilterScheduler.select_destinations")
+    @upstream(_FILTER_SCHEDULER, "FilterScheduler.select_destinations", ref=_PRE_PLACEMENT)
     def select_destinations(self, context, spec: dict) -> list[dict]:
         num = spec.get("num_instances", 1)
         hosts = self._schedule(context, spec, num)
         return [{"host": h.host, "nodename": h.nodename} for h in hosts]
 
-    @upstream(_FILTER_SCHEDULER, "FilterScheduler._schedule")
+    @upstream(_FILTER_SCHEDULER, "FilterScheduler._schedule", ref=_PRE_PLACEMENT)
     def _schedule(self, context, spec: dict, num: int) -> list:
         span = trace.get_current_span()
         setup = self.host_manager.refresh()  # nova.conf: read again if it changed

@@ -218,8 +218,14 @@ class HostManager:
         """The hosts with their weights, best first."""
         return weights.get_weighed_objects(self.weighers, hosts, spec_obj)
 
-    @upstream("nova/scheduler/host_manager.py", "HostManager.get_all_host_states")
+    @upstream("nova/scheduler/host_manager.py", "HostManager.get_all_host_states",
+              ref="newton-eol")
     def get_all_host_states(self, context) -> list[HostState]:
+        """Every compute node, with its service's state and its instances' usage.
+
+        Newton's, linked at ``newton-eol``: Ocata asked placement which hosts fit
+        (``get_host_states_by_uuids``); it was removed in 2019 (Train, and Stein's branch).
+        """
         services = {s["host"]: s for s in db_api.service_get_all(self.db, binary="nova-compute")}
         nodes = db_api.compute_node_get_all(self.db)
         usage = db_api.host_usage(self.db)

@@ -2,9 +2,11 @@
 
 In the classic flow nova-api *casts* ``run_instance`` to the ``scheduler`` topic
 (Grizzly's ``nova/scheduler/rpcapi.py``): any scheduler may take it, and the API
-answers ``202`` without waiting. Since Icehouse the conductor instead *calls*
-``select_destinations``; novalab keeps the classic cast and runs
-``select_destinations`` inside the scheduler (see ``docs/decisions.md``).
+answers ``202`` without waiting. Havana and Icehouse sent a boot through the
+conductor's ``build_instances``, which still cast ``run_instance``; since Juno
+the conductor instead *calls* ``select_destinations`` and casts
+``build_and_run_instance`` to the host itself. novalab keeps the classic cast and
+runs ``select_destinations`` inside the scheduler (see ``docs/decisions.md``).
 """
 
 from __future__ import annotations

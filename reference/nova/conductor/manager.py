@@ -42,8 +42,11 @@ class ConductorManager:
     def block_device_mapping_get_all_by_instance(self, context, instance_uuid: str) -> list:
         return db_api.block_device_mapping_get_all_by_instance(self.db, instance_uuid)
 
-    @upstream(_MANAGER, "ConductorManager.block_device_mapping_update", ref="grizzly-eol")
+    @upstream(_MANAGER, "ConductorManager.block_device_mapping_update_or_create",
+              ref="grizzly-eol")
     def block_device_mapping_update(self, context, bdm_id: int, values: dict) -> dict:
+        """Save ``values`` on one mapping. Grizzly's conductor had no endpoint of this
+        name: it got ``block_device_mapping_update_or_create`` with ``create=False``."""
         return db_api.block_device_mapping_update(self.db, bdm_id, values)
 
     @upstream(_MANAGER, "ConductorManager.instance_info_cache_update", ref="grizzly-eol")

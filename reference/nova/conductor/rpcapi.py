@@ -42,8 +42,12 @@ class ConductorAPI:
         return self.client.call(ctxt, "block_device_mapping_get_all_by_instance",
                                 instance_uuid=instance_uuid)
 
-    @upstream(_CONDUCTOR_RPCAPI, "ConductorAPI.block_device_mapping_update", ref="grizzly-eol")
+    @upstream(_CONDUCTOR_RPCAPI, "ConductorAPI.block_device_mapping_update_or_create",
+              ref="grizzly-eol")
     def block_device_mapping_update(self, ctxt, bdm_id: int, values: dict) -> dict:
+        """Grizzly's compute host called ``block_device_mapping_update`` on the conductor
+        API (``nova/conductor/api.py``), which sent ``block_device_mapping_update_or_create``
+        with ``create=False``; novalab sends the shorter name."""
         return self.client.call(ctxt, "block_device_mapping_update", bdm_id=bdm_id,
                                 values=values)
 

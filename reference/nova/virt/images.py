@@ -3,10 +3,19 @@
 ``fetch`` asks Glance for the image (its record and ``direct_url``). When the
 bytes live in the Ceph object gateway (an ``rgw://`` location) and this host
 has a Ceph client, it reads them there itself: the cluster map from the monitor
-names the gateways, and the object comes from one of them, as a host with
-direct access to an image store does. Otherwise it downloads through Glance's
-API. Either way the MD5 ``checksum`` and the SHA-512 ``os_hash_value`` are
-checked before the file is kept: a corrupted image never reaches a guest.
+names the gateways, and the object comes from one of them. Otherwise it
+downloads through Glance's API. Either way the MD5 ``checksum`` and the SHA-512
+``os_hash_value`` are checked before the file is kept: a corrupted image never
+reaches a guest.
+
+Upstream Nova never reads an image through the RADOS gateway. With images in
+Ceph, the libvirt driver's Rbd image backend clones the image's RBD volume
+(no bytes move), or Nova downloads through Glance; since Victoria,
+``[glance] enable_rbd_download`` makes ``GlanceImageServiceV2.rbd_download``
+(``nova/image/glance.py``) read the RBD image itself. novalab keeps the gateway
+read because the classic flow table draws it (steps 23-25); its span,
+``rgw_download``, links to ``rbd_download`` as the closest upstream function
+and says in ``novalab.stand_in`` that upstream does not do this.
 """
 
 from __future__ import annotations
@@ -19,6 +28,9 @@ from novalab.reference.common import exception
 from novalab.tracing.spans import upstream
 
 _IMAGES = "nova/virt/images.py"
+_RGW_STAND_IN = ("image read through the RADOS gateway, which upstream Nova never does: "
+                 "it clones the RBD image (libvirt Rbd image backend) or downloads "
+                 "through Glance or GlanceImageServiceV2.rbd_download")
 
 
 class ImageFetcher:
@@ -47,9 +59,13 @@ class ImageFetcher:
         os.replace(tmp, path)
         return image
 
-    @upstream("nova/image/download/__init__.py", "rgw_download")
+    @upstream("nova/image/glance.py", "GlanceImageServiceV2.rbd_download",
+              name="rgw_download", stand_in=_RGW_STAND_IN)
     def _read_from_rgw(self, location: str) -> bytes:
-        """Find a gateway in a fresh cluster map, then GET the object from it."""
+        """Find a gateway in a fresh cluster map, then GET the object from it.
+
+        novalab's own: upstream's nearest is ``rbd_download``, which reads the
+        image's RBD volume directly (see the module docstring)."""
         self.rados.refresh_map()
         gateways = self.rados.service_urls("rgw")
         if not gateways:

@@ -26,7 +26,9 @@ class MetadataNotFound(RuntimeError):
     pass
 
 
-READ_V2 = {attr.CODE_FUNCTION_NAME: "cloudinit.sources.helpers.openstack.MetadataReader.read_v2",
+# The span is MetadataReader.read_v2; cloud-init's MetadataReader inherits read_v2 from
+# BaseReader, where the code is.
+READ_V2 = {attr.CODE_FUNCTION_NAME: "cloudinit.sources.helpers.openstack.BaseReader.read_v2",
            attr.CODE_FILE_PATH: "cloudinit/sources/helpers/openstack.py",
            attr.UPSTREAM_URL: CLOUD_INIT_URL}
 

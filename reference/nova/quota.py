@@ -45,7 +45,7 @@ def deltas_for(flavor: dict, count: int) -> dict[str, int]:
 
 def allowed_count(engine: QuotaEngine, project_id: str, flavor: dict, min_count: int,
                   max_count: int) -> int:
-    """How many of ``max_count`` instances fit (``API._check_num_instances_quota``).
+    """How many of ``max_count`` instances fit (``check_num_instances_quota``).
 
     As many as every counted resource allows, at most ``max_count``; fewer than
     ``min_count`` raises ``OverQuota`` for the first resource that cannot fit.

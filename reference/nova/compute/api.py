@@ -97,12 +97,16 @@ class API:
             raise
         return instances
 
-    @upstream(_API, "API._check_num_instances_quota")
+    @upstream("nova/compute/utils.py", "check_num_instances_quota")
     def _check_num_instances_quota(self, context, flavor: dict, min_count: int,
                                    max_count: int) -> int:
         """How many instances to make: at most ``max_count``, as many as the project's
         quota allows, or ``OverQuota`` (403) if fewer than ``min_count`` fit. Checked
-        before any row is written, so a request for 10**30 costs one count query."""
+        before any row is written, so a request for 10**30 costs one count query.
+
+        Upstream's was this method of ``API`` until Pike made it
+        ``compute_utils.check_num_instances_quota``, which ``_provision_instances``
+        calls."""
         count = quota.allowed_count(self.quotas, context.project_id, flavor, min_count,
                                     max_count)
         trace.get_current_span().set_attribute(attr.NOVA_INSTANCE_COUNT, count)

@@ -181,7 +181,7 @@ class Dnsmasq:
                 attr.NOVALAB_DNSMASQ_HOST_ENTRIES: hosts,
                 attr.NEUTRON_NETWORK_ID: self.network["id"]})
 
-    @upstream("neutron/agent/linux/dhcp.py", "Dnsmasq.enable")
+    @upstream("neutron/agent/linux/dhcp.py", "DhcpLocalProcess.enable")
     def enable(self) -> None:
         """Write the files and start dnsmasq; return once it has read them."""
         if self.active:
@@ -212,7 +212,7 @@ class Dnsmasq:
             os.kill(self.process.pid, signal.SIGHUP)
             self._wait_for_read(seen)
 
-    @upstream("neutron/agent/linux/dhcp.py", "Dnsmasq.disable")
+    @upstream("neutron/agent/linux/dhcp.py", "DhcpLocalProcess.disable")
     def disable(self, retain_port: bool = False) -> None:
         """Stop dnsmasq and remove the network's files."""
         if self.process is not None:

@@ -27,6 +27,7 @@ from opentelemetry import trace
 
 from novalab.reference.cinder import exception, message
 from novalab.reference.cinder.db import api as db_api
+from novalab.reference.common import retry
 from novalab.reference.common.context import RequestContext, get_admin_context
 from novalab.reference.common.db import Database, utcnow
 from novalab.reference.common.faults import NO_FAULTS
@@ -94,13 +95,16 @@ class VolumeManager:
     def create_volume(self, context: RequestContext, volume_id: str,
                       request_spec: dict | None = None) -> None:
         request_spec = request_spec or {}
-        claimed = db_api.volume_conditional_update(
-            self.db, volume_id, {"host": self.volume_host},
-            {"status": "creating", "host": None})
+        # The cast may arrive while the database restarts: wait it out (bounded)
+        # rather than leave the volume 'creating' with no host to finish it.
+        claimed = retry.call(db_api.volume_conditional_update,
+                             self.db, volume_id, {"host": self.volume_host},
+                             {"status": "creating", "host": None})
         if not claimed:
             LOG.info("volume %s is gone or owned elsewhere: not creating it", volume_id)
             return
-        volume = db_api.volume_get(self.db, volume_id)
+        volume = retry.call(db_api.volume_get, self.db, volume_id,
+                            terminal=(exception.VolumeNotFound,))
         image_id = request_spec.get("image_id")
         action = (message.Action.COPY_IMAGE_TO_VOLUME if image_id
                   else message.Action.CREATE_VOLUME_FROM_BACKEND)
@@ -115,11 +119,13 @@ class VolumeManager:
                       if isinstance(exc, exception.ImageUnacceptable)
                       else message.Detail.DRIVER_FAILED_CREATE)
             # The user message before the status: whoever sees "error" finds why.
-            message.create(self.db, context, action, volume_id, detail)
-            db_api.volume_update(self.db, volume_id, {"status": "error"})
+            # Both retried: the failure may be the database's, and 'creating' is a
+            # state no one can delete.
+            retry.call(message.create, self.db, context, action, volume_id, detail)
+            retry.call(db_api.volume_update, self.db, volume_id, {"status": "error"})
             raise
-        db_api.volume_update(self.db, volume_id, {"status": "available",
-                                                  "launched_at": utcnow()})
+        retry.call(db_api.volume_update, self.db, volume_id,
+                   {"status": "available", "launched_at": utcnow()})
         trace.get_current_span().set_attribute(attr.CINDER_VOLUME_STATUS, "available")
 
     @upstream(FLOW, "CreateVolumeFromSpecTask._create_raw_volume")

@@ -35,7 +35,7 @@ from concurrent.futures import wait as futures_wait
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from novalab.reference.common import exception
+from novalab.reference.common import exception, retry
 from novalab.reference.common.context import get_admin_context
 from novalab.reference.common.db import utcnow
 from novalab.reference.common.faults import NO_FAULTS
@@ -204,13 +204,22 @@ class ComputeManager:
         event finished with its result, as it finds the fault (docs/decisions.md).
         """
         # Steps 14-18: fetch the instance through the conductor.
+        # A database or broker restart is waited out here (bounded): the build has
+        # changed nothing yet, and giving up would leave the instance in BUILD.
+        deleted = (exception.InstanceNotFound, exception.UnexpectedTaskStateError)
         try:
-            instance = self.conductor_api.instance_get_by_uuid(context, instance["uuid"])
-            instance = self._instance_update(context, instance, expected=(task_states.SCHEDULING,
-                                                                          None),
-                                             vm_state=vm_states.BUILDING, task_state=None)
-        except (exception.InstanceNotFound, exception.UnexpectedTaskStateError):
+            instance = retry.call(self.conductor_api.instance_get_by_uuid, context,
+                                  instance["uuid"], terminal=deleted)
+            instance = retry.call(self._instance_update, context, instance,
+                                  expected=(task_states.SCHEDULING, None),
+                                  vm_state=vm_states.BUILDING, task_state=None,
+                                  terminal=deleted)
+        except deleted:
             LOG.info("Instance %s was deleted before its build started", instance["uuid"])
+            return
+        except Exception as exc:
+            LOG.warning("Build of instance %s could not start: %s", instance["uuid"], exc)
+            self._set_instance_error_state(context, instance, exc)
             return
         try:
             with EventReporter(context, self.conductor_api, BUILD_EVENT, self.host,
@@ -457,15 +466,18 @@ class ComputeManager:
     def _set_instance_error_state(self, context, instance: dict, exc: Exception) -> None:
         """ERROR with a fault (``compute_utils.add_instance_fault_from_exc``)."""
         code = getattr(exc, "code", 500)
+        gone = (exception.InstanceNotFound,)
         try:
             # The fault first, then the state, in Nova's order: whoever polls and sees
-            # ERROR must also find the fault that explains it.
-            self.conductor_api.instance_fault_create(context, {
+            # ERROR must also find the fault that explains it. Each write is retried
+            # through a database or broker restart (the failure may be that restart):
+            # a build must not stay BUILD because its failure could not be recorded.
+            retry.call(self.conductor_api.instance_fault_create, context, {
                 "instance_uuid": instance["uuid"], "code": code if code >= 400 else 500,
                 "message": str(exc) or type(exc).__name__, "host": self.host,
-                "details": "".join(traceback.format_exception(exc))[-4000:]})
-            self.conductor_api.instance_update(context, instance["uuid"],
-                                               {"vm_state": vm_states.ERROR, "task_state": None})
+                "details": "".join(traceback.format_exception(exc))[-4000:]}, terminal=gone)
+            retry.call(self.conductor_api.instance_update, context, instance["uuid"],
+                       {"vm_state": vm_states.ERROR, "task_state": None}, terminal=gone)
         except exception.InstanceNotFound:
             LOG.info("Instance %s is gone; no fault recorded", instance["uuid"])
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from opentelemetry import trace
 
-from novalab.reference.common import exception
+from novalab.reference.common import exception, retry
 from novalab.reference.common.db import Database
 from novalab.reference.nova.compute import vm_states
 from novalab.reference.nova.compute.rpcapi import ComputeAPI
@@ -80,6 +80,9 @@ class SchedulerManager:
                     except exception.InstanceNotFound:
                         # Deleted by its user while it waited for a host: nothing to build.
                         LOG.info("Instance %s disappeared during scheduling", uuid)
+                    except Exception as exc:  # the database went away: ERROR, not BUILD
+                        LOG.exception("Saving the host of %s failed", uuid)
+                        self._set_vm_state_with_fault(context, uuid, exc)
         if failure is not None:
             for uuid in uuids:
                 self._set_vm_state_with_fault(context, uuid, failure)
@@ -110,11 +113,13 @@ class SchedulerManager:
         message = (exc.format_message() if isinstance(exc, exception.NovaLabException)
                    else type(exc).__name__)
         # The fault before the state: a client that sees ERROR must find its reason.
-        db_api.instance_fault_create(self.db, {
+        # Both retried through a database restart (which may be the failure itself).
+        retry.call(db_api.instance_fault_create, self.db, {
             "instance_uuid": instance_uuid, "code": 500, "message": message,
             "details": "".join(traceback.format_exception(exc))})
         try:
-            db_api.instance_update(
-                self.db, instance_uuid, {"vm_state": vm_states.ERROR, "task_state": None})
+            retry.call(db_api.instance_update, self.db, instance_uuid,
+                       {"vm_state": vm_states.ERROR, "task_state": None},
+                       terminal=(exception.InstanceNotFound,))
         except exception.InstanceNotFound:
             pass  # deleted while we were scheduling: the fault stays with the deleted row

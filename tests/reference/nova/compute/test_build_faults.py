@@ -71,3 +71,30 @@ def test_port_failure_is_named_and_cleaned_up(cloud, monkeypatch):
     ports, volumes = leftovers(cloud, server["id"])
     assert ports == []
     assert volumes == []  # the volume step never ran: nothing was created
+
+
+def test_a_failure_recorded_through_a_database_restart_still_ends_error(cloud, monkeypatch):
+    """The build fails, and so do the first writes of its fault (the database is
+    restarting): the writes are retried, and the server ends ERROR, not BUILD."""
+    from novalab.reference.common.exception import RemoteError
+
+    def broken(volume):
+        raise RuntimeError("injected: the RBD pool refused the image")
+
+    monkeypatch.setattr(cloud.volume_manager.driver, "create_volume", broken)
+    (compute,) = cloud.computes
+    record = compute.conductor_api.instance_fault_create
+    refused = []
+
+    def restarting(*args, **kwargs):
+        if len(refused) < 2:
+            refused.append(1)
+            raise RemoteError(exc_type="OperationalError",
+                              value="server closed the connection unexpectedly")
+        return record(*args, **kwargs)
+
+    monkeypatch.setattr(compute.conductor_api, "instance_fault_create", restarting)
+    server = boot(cloud, BootRequest(name="fails-while-db-restarts")).server
+    assert server["status"] == "ERROR"
+    assert "Failure prepping block device" in server["fault"]["message"]
+    assert len(refused) == 2

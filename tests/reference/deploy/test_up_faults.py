@@ -281,9 +281,11 @@ def cloud():
 
 @pytest.fixture
 def scenario(cloud):
-    """The cloud, and after the test: its servers deleted, whatever became of them
-    (the scenarios share one cloud and its quota)."""
+    """The cloud, and after the test, however it ended: what it killed started again
+    and its servers deleted (the scenarios share one cloud and its quota)."""
     yield cloud
+    if not all(health.alive(pid) for pid in cloud.pids().values()):
+        novalab("up", *cloud.args, check=False)
     cloud.delete(cloud.booted)
     cloud.booted.clear()
 

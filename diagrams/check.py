@@ -7,6 +7,13 @@ boot did not ask for (no volume mapped, no network, an image already cached on
 the host: the flow's ``conditions``, read from what the build recorded) is
 *not expected* rather than missing, and says why.
 
+A matched step carries a *warning* when its span only stands in for it: the
+rule found it through a fallback (the callee left no span, so the caller's
+CLIENT span; the step it follows is missing, so anywhere in the trace), or
+the span is orphaned (its parent is not in the trace, so who called it is
+unknown). A warning does not unmatch a step; it says why the match is weak,
+typically because a service (a Ceph daemon, the guest) left no spans.
+
 Each matched step has a moment: the start of its span (the end, for an
 answer). A step is *out of order* when its moment causally precedes the
 moment of an earlier step (see ``causal.py``; wall-clock order alone proves
@@ -35,6 +42,7 @@ class StepResult:
     drawn: tuple[str, str]  # the lifelines the arrow is drawn between
     precedes: tuple[int, ...] = ()  # earlier steps this one causally comes before
     excused: str = ""  # why this boot does not imply the step ("" = expected)
+    warning: str = ""  # why the match is only a stand-in ("" = none)
 
     @property
     def matched(self) -> bool:
@@ -63,9 +71,19 @@ class StepResult:
         return bool(self.precedes)
 
     @property
-    def notes(self) -> tuple[str, ...]:
+    def warned(self) -> bool:
+        return bool(self.warning)
+
+    @property
+    def own_notes(self) -> tuple[str, ...]:
+        """The step's notes and what its rule noted about this match."""
         dynamic = (self.found.note,) if self.found is not None and self.found.note else ()
         return self.step.notes + dynamic
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """``own_notes`` and the warning, if any (what diagrams show beside the arrow)."""
+        return self.own_notes + ((f"Warning: {self.warning}",) if self.warning else ())
 
 
 @dataclass(frozen=True)
@@ -96,6 +114,10 @@ class CheckResult:
         return sum(r.out_of_order for r in self.results)
 
     @property
+    def warnings(self) -> int:
+        return sum(r.warned for r in self.results)
+
+    @property
     def ok(self) -> bool:
         """Every step this boot implies matched, and none out of causal order."""
         return self.missing == 0 and self.out_of_order == 0
@@ -108,12 +130,14 @@ class CheckResult:
 
     @property
     def summary(self) -> str:
+        warned = (f", {self.warnings} matched only through a fallback or an orphaned span"
+                  if self.warnings else "")
         if self.expected == len(self.results):
             return (f"{self.matched}/{len(self.results)} steps matched, "
-                    f"{self.out_of_order} out of order")
+                    f"{self.out_of_order} out of order{warned}")
         return (f"{self.matched_expected}/{self.expected} expected steps matched, "
-                f"{self.out_of_order} out of order ({len(self.results) - self.expected} of "
-                f"{len(self.results)} not expected for this boot)")
+                f"{self.out_of_order} out of order{warned} ({len(self.results) - self.expected} "
+                f"of {len(self.results)} not expected for this boot)")
 
 
 def _match(trace: Trace, flow: Flow) -> dict[int, Found]:
@@ -130,6 +154,18 @@ def _match(trace: Trace, flow: Flow) -> dict[int, Found]:
         if found is not None:
             matched[step.number] = found
     return matched
+
+
+def _warning(trace: Trace, found: Found) -> str:
+    """Why a rule's match only stands in for its step ("" when it does not)."""
+    reasons = []
+    if found.fallback:
+        reasons.append(f"matched only through a fallback: {found.fallback}")
+    span = found.span
+    if span.parent_id and trace.span(span.parent_id) is None:
+        reasons.append(f"matched from an orphaned span: its parent {span.parent_id} is not in "
+                       "the trace, so who made the call is not known")
+    return "; ".join(reasons)
 
 
 def _moment(found: Found) -> tuple[str, str]:
@@ -156,8 +192,9 @@ def check(trace: Trace, flow: Flow) -> CheckResult:
                     precedes.append(earlier)
         drawn = (found.drawn if found is not None and found.drawn else None) or \
             step.drawn or (step.source, step.target)
+        warning = _warning(trace, found) if found is not None and step.kind != RETURN else ""
         results.append(StepResult(step, found, drawn, tuple(precedes),
-                                  excused.get(step.number, "")))
+                                  excused.get(step.number, ""), warning))
     systems = sorted({str(s.get(attr.MESSAGING_SYSTEM)) for s in trace
                       if s.get(attr.MESSAGING_SYSTEM)})
     notes = flow.notes + ((f"Brokers in this trace: messaging.system = {', '.join(systems)}.",)
@@ -200,15 +237,23 @@ def format_text(result: CheckResult) -> str:
         if r.out_of_order:
             lines.append("       OUT OF ORDER: causally before step(s) "
                          + ", ".join(map(str, r.precedes)))
+        if r.warning:
+            lines.append(f"       WARNING: {r.warning}")
     disorder = [r for r in result.results if r.out_of_order]
     if disorder:
         lines += ["", "Out of causal order:"]
         for r in disorder:
             lines.append(f"  step {r.step.number} ({r.step.text}) happened before step(s) "
                          + ", ".join(map(str, r.precedes)))
+    warned = [r for r in result.results if r.warning]
+    if warned:
+        lines += ["", "Matched only through a fallback or from an orphaned span (did a service "
+                  "leave no spans?):"]
+        for r in warned:
+            lines.append(f"  step {r.step.number} ({r.step.text}): {r.warning}")
     lines += ["", "Notes:"]
     for r in result.results:
-        for note in r.notes:
+        for note in r.own_notes:
             state = "" if r.matched else " (missing)"
             lines.append(f"  {r.step.number:>2}{state}: {note}")
     for item in flow.interleave:
@@ -245,6 +290,8 @@ def to_dict(result: CheckResult) -> dict:
                 "notes": list(r.notes)}
         if r.excused:
             item["not_expected"] = r.excused
+        if r.warning:
+            item["warning"] = r.warning
         if r.matched:
             span = r.span
             item.update({
@@ -260,11 +307,13 @@ def to_dict(result: CheckResult) -> dict:
         "steps": steps,
         "out_of_order": [{"step": r.step.number, "precedes": list(r.precedes)}
                          for r in result.results if r.out_of_order],
+        "warnings": [{"step": r.step.number, "warning": r.warning}
+                     for r in result.results if r.warning],
         "interleave": [{"later": list(i.later), "earlier": list(i.earlier), "reason": i.reason}
                        for i in result.flow.interleave],
         "notes": list(result.notes),
         "summary": {"matched": result.matched, "total": len(result.results),
                     "expected": result.expected, "matched_expected": result.matched_expected,
                     "missing": result.missing, "out_of_order": result.out_of_order,
-                    "ok": result.ok},
+                    "warnings": result.warnings, "ok": result.ok},
     }

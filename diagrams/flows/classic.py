@@ -34,6 +34,7 @@ from novalab.diagrams.flows.rules import (
     any_of,
     client_to,
     consume,
+    function,
     http_client,
     http_server,
     send,
@@ -62,7 +63,9 @@ LIFELINES = (
     Lifeline("Neutron-DHCP-agent", "service", ("neutron-dhcp-agent",)),
     Lifeline("Dnsmasq", "infra", (), "CLIENT spans with peer.service=dnsmasq"),
     Lifeline("Neutron-L2-Agent", "service", ("neutron-l2-agent",)),
-    Lifeline("Libvirt", "infra", (), "CLIENT spans with rpc.system=libvirt (peer.service=libvirt)"),
+    Lifeline("Libvirt", "infra", ("qemu-kvm",),
+             "CLIENT spans with rpc.system=libvirt (peer.service=libvirt); the hypervisor "
+             "it runs has spans of its own (qemu-kvm: QEMU's librbd talking to Ceph)"),
     Lifeline("Cinder.api", "service", ("cinder-api",)),
     Lifeline("VM-instance", "actor", ("cloud-init",), "the guest's own spans (cloud-init)"),
     Lifeline("Neutron_metadata_proxy", "service", ("neutron-metadata-proxy",)),
@@ -149,8 +152,15 @@ NOTES = {
     2: "Keystone has issued Fernet tokens, which are never stored, since Ocata; novalab keeps "
        "the older stored-token design (a SHA-256 of each token in keystone_tokens) so that "
        "this step exists.",
-    6: "Grizzly-era topology: nova-api casts run_instance to the scheduler. Since Icehouse the "
-       "conductor calls the scheduler (select_destinations) instead.",
+    5: "The classic flow: nova-api inserts the instance row (API._provision_instances) in the "
+       "one nova database before it casts. Since Ocata nova-api writes a BuildRequest, a "
+       "RequestSpec and an InstanceMapping to the API database instead, and the conductor "
+       "creates the instance in its cell once a host is chosen "
+       "(schedule_and_build_instances).",
+    6: "Grizzly's topology: nova-api casts run_instance to the scheduler. Havana and Icehouse "
+       "sent the boot through nova-conductor (build_instances), which still cast run_instance "
+       "to the scheduler; since Juno the conductor calls the scheduler's select_destinations "
+       "and casts build_and_run_instance to the host itself.",
     8: "nova-api answers 202 (step 7) as soon as the cast is published, so the scheduler may "
        "take the message (step 8) before or after the client has its answer.",
     9: "Filters and weighers come from configuration (the enabled filter and weigher "
@@ -170,6 +180,27 @@ NOTES = {
         "queue, not a new instance request.",
     19: "Real Nova fetches the image in spawn(), after _build_resources has set up networks "
         "and block devices, so steps 19-25 may come after steps 26-42.",
+    26: "The port's IP address is allocated here, by neutron-server's IPAM while it creates "
+        "the port (IpamPluggableBackend.allocate_ips_for_port_and_store, a row in "
+        "neutron_ipallocations); the later steps the table calls requesting, allocating and "
+        "replying an IP address only carry that address to the DHCP agent. nova-compute then "
+        "binds the port to its host (PUT), which is what sends the L2 agent to work (step 28).",
+    27: "No IP address is requested: IPAM chose it in step 26. This is port_create_end, a "
+        "cast on dhcp_agent.<host> telling the DHCP agent that the port exists, with its MAC "
+        "and its address.",
+    29: "What the DHCP agent takes is step 27's notification of the new port, its address "
+        "already chosen.",
+    30: "dnsmasq allocates nothing: the agent writes the port's MAC and IP (chosen by IPAM in "
+        "step 26) into dnsmasq's hosts file and has it reload (Dnsmasq.reload_allocations); "
+        "dnsmasq later hands exactly that address to the guest when it asks over DHCP.",
+    32: "No IP address goes back: the agent calls dhcp_ready_on_ports on q-plugin (an "
+        "rpc.call with the port ids) to say dnsmasq now serves the port.",
+    33: "neutron-server takes dhcp_ready_on_ports and lifts the port's DHCP provisioning "
+        "block; it reads no IP address. Once the L2 agent lifts its block too (step 36), the "
+        "port goes ACTIVE (step 37) and Nova is told (step 38).",
+    35: "The Linux bridge agent puts the port's tap on its network's bridge (brq<network>); "
+        "novalab's bridges are libvirt networks, so the step is the networkUpdate that "
+        "records the tap on it (LinuxBridgeManager.plug_interface).",
     23: "The table fetches the image over the RADOS gateway's Swift API; the object itself is "
         "read from an OSD (step 24).",
     38: "Neutron tells Nova through nova-api (POST os-server-external-events, e.g. "
@@ -185,8 +216,10 @@ NOTES = {
         "bridges are libvirt networks, so that plug is a libvirt call.",
     48: "Nova passes volumes to libvirt as disks of the domain XML (defineXML) before the "
         "guest starts, so steps 48-51 may come before steps 43-47.",
-    49: "libvirt itself emits no spans: the hypervisor (qemu's librbd) talks to Ceph, seen as "
-        "Ceph spans below a libvirt call.",
+    49: "libvirt itself emits no spans and does not talk to Ceph: the hypervisor it starts "
+        "(QEMU's librbd) does, as the domain starts. Its spans are the qemu-kvm service's, "
+        "drawn on the Libvirt lifeline; on libvirt's test hypervisor they come from novalab's "
+        "stand-in for QEMU (novalab.stand_in).",
     55: "The client polls GET /servers/{id}; the step is its last poll, the one that saw the "
         "final state.",
 }
@@ -225,10 +258,6 @@ def rule(number):
     return register
 
 
-def _found(span, **kw):
-    return Found(span, **kw) if span is not None else None
-
-
 _AUTH = http_server("POST", r"/v3/auth/tokens$")
 _VALIDATE = http_server("GET", r"/v3/auth/tokens$")
 _CREATE_SERVER = http_server("POST", r"/servers$")
@@ -238,38 +267,38 @@ _SHOW_SERVER = http_server("GET", r"/servers/(?!detail$)[^/]+$")
 @rule(1)
 def _authenticate(q: Query):
     """keystone's SERVER span for POST /v3/auth/tokens called by the client (the first)."""
-    return _found(q.request("Client", "Keystone", server=_AUTH))
+    return q.found(q.request("Client", "Keystone", server=_AUTH))
 
 
 @rule(2)
 def _save_token(q: Query):
     """keystone's SQL INSERT into keystone_tokens below step 1."""
-    return _found(q.first("Keystone", sql("INSERT", "keystone_tokens"), under=q.step(1)))
+    return q.found(q.first("Keystone", sql("INSERT", "keystone_tokens"), under=q.step(1)))
 
 
 @rule(4)
 def _create_server(q: Query):
     """nova-api's SERVER span for POST /v2.1/servers called by the client."""
-    return _found(q.request("Client", "Nova.api", server=_CREATE_SERVER))
+    return q.found(q.request("Client", "Nova.api", server=_CREATE_SERVER))
 
 
 @rule(5)
 def _insert_instance(q: Query):
     """nova-api's first SQL INSERT into instances below step 4."""
-    return _found(q.first("Nova.api", sql("INSERT", "instances"), under=q.step(4)))
+    return q.found(q.first("Nova.api", sql("INSERT", "instances"), under=q.step(4)))
 
 
 @rule(6)
 def _cast_to_scheduler(q: Query):
     """nova-api's first PRODUCER span of an rpc cast below step 4."""
-    return _found(q.first("Nova.api", send("cast"), under=q.step(4)))
+    return q.found(q.first("Nova.api", send("cast"), under=q.step(4)))
 
 
 @rule(8)
 def _scheduler_takes_request(q: Query):
     """nova-scheduler's CONSUMER process span of step 6's message (link, parent or message id);
     without step 6, its first process span of a cast."""
-    return _found(q.consumer(q.step(6), "Nova.scheduler", consume("process", style="cast")))
+    return q.found(q.consumer(q.step(6), "Nova.scheduler", consume("process", style="cast")))
 
 
 def _scheduler_reads(q: Query):
@@ -280,72 +309,81 @@ def _scheduler_reads(q: Query):
 def _read_filter_inputs(q: Query):
     """nova-scheduler's first SQL SELECT below step 8 that is not the compute_nodes read."""
     reads = [s for s in _scheduler_reads(q) if sql_statement(s)[1] != "compute_nodes"]
-    return _found(reads[0] if reads else None)
+    return q.found(reads[0] if reads else None)
 
 
 @rule(10)
 def _read_cluster_state(q: Query):
     """nova-scheduler's first SQL SELECT from compute_nodes below step 8."""
     reads = [s for s in _scheduler_reads(q) if sql_statement(s)[1] == "compute_nodes"]
-    return _found(reads[0] if reads else None)
+    return q.found(reads[0] if reads else None)
 
 
 @rule(11)
 def _save_host(q: Query):
     """nova-scheduler's first SQL UPDATE of instances below step 8."""
-    return _found(q.first("Nova.scheduler", sql("UPDATE", "instances"), under=q.step(8)))
+    return q.found(q.first("Nova.scheduler", sql("UPDATE", "instances"), under=q.step(8)))
 
 
 @rule(12)
 def _cast_to_compute(q: Query):
     """nova-scheduler's first PRODUCER span of an rpc cast below step 8."""
-    return _found(q.first("Nova.scheduler", send("cast"), under=q.step(8)))
+    return q.found(q.first("Nova.scheduler", send("cast"), under=q.step(8)))
 
 
 @rule(13)
 def _compute_takes_request(q: Query):
     """nova-compute's CONSUMER process span of step 12's message; without step 12, its first
     process span of a cast to a compute.* topic."""
-    return _found(q.consumer(q.step(12), "Nova-compute",
+    return q.found(q.consumer(q.step(12), "Nova-compute",
                              consume("process", style="cast", source="compute")))
 
 
+def _below_build(q: Query, pred) -> list:
+    """nova-compute's spans matching ``pred`` below step 13 (the build); without any there,
+    anywhere in the trace (each then a fallback)."""
+    found = q.spans("Nova-compute", pred, under=q.step(13)) if q.step(13) else []
+    if found:
+        return found
+    return [q.fallback(s, "not found below step 13 (the build); taken from anywhere in the "
+                          "trace") for s in q.spans("Nova-compute", pred)]
+
+
 def _conductor_calls(q: Query):
-    return q.spans("Nova-compute", send("call", service="conductor"), under=q.step(13)) or \
-        q.spans("Nova-compute", send("call", service="conductor"))
+    return _below_build(q, send("call", service="conductor"))
 
 
 @rule(14)
 def _first_conductor_call(q: Query):
     """nova-compute's first PRODUCER span of an rpc call to the conductor (below step 13)."""
     calls = _conductor_calls(q)
-    return _found(calls[0] if calls else None)
+    return q.found(calls[0] if calls else None)
 
 
 @rule(15)
 def _conductor_takes_call(q: Query):
     """nova-conductor's CONSUMER process span of step 14's message."""
-    return _found(next(iter(q.consumers_of(q.step(14), "Nova-conductor")), None))
+    return q.found(next(iter(q.consumers_of(q.step(14), "Nova-conductor")), None))
 
 
 @rule(16)
 def _conductor_reads_instance(q: Query):
     """nova-conductor's first SQL SELECT from instances below step 15."""
-    return _found(q.first("Nova-conductor", sql("SELECT", "instances"), under=q.step(15)),
+    return q.found(q.first("Nova-conductor", sql("SELECT", "instances"), under=q.step(15)),
                   drawn=_DRAWN[16])
 
 
 @rule(17)
 def _conductor_replies(q: Query):
     """nova-conductor's PRODUCER span of the reply, below step 15."""
-    return _found(q.first("Nova-conductor", send("reply"), under=q.step(15)))
+    return q.found(q.first("Nova-conductor", send("reply"), under=q.step(15)))
 
 
 @rule(18)
 def _compute_takes_reply(q: Query):
     """nova-compute's CONSUMER receive span of step 17's reply (linked to it); the moment is
     the end of that span, when the reply arrived (the span starts when the wait begins)."""
-    return _found(next(iter(q.consumers_of(q.step(17), "Nova-compute")), None), edge="end")
+    return q.found(next(iter(q.consumers_of(q.step(17), "Nova-compute")), None), edge="end")
 
 
 @rule(19)
@@ -353,15 +391,14 @@ def _get_image(q: Query):
     """glance-api's SERVER span for GET /v2/images/<id> called by nova-compute (below step 13
     when there is one)."""
     image = http_server("GET", r"/v2/images/[^/]+$")
-    return _found(q.request("Nova-compute", "Glance.api", server=image, under=q.step(13))
-                  or q.request("Nova-compute", "Glance.api", server=image))
-
-
+    return q.found(q.below_step(13, lambda under: q.request("Nova-compute", "Glance.api",
+                                                            server=image, under=under)))
 
 
 def _any_server(span) -> bool:
     """Any SERVER span: for Ceph's daemons the service and the caller decide."""
     return span.kind == "SERVER"
+
 
 _MON_CLIENT = client_to("ceph-mon", rpc_system="ceph", rpc_service="mon")
 _OSD_CLIENT = client_to("ceph-osd", rpc_system="ceph", rpc_service="osd")
@@ -371,7 +408,7 @@ _OSD_CLIENT = client_to("ceph-osd", rpc_system="ceph", rpc_service="osd")
 def _get_cluster_map(q: Query):
     """ceph-mon's SERVER span called by nova-compute, else nova-compute's CLIENT span to the
     mon (peer.service=ceph-mon or rpc.system=ceph, rpc.service=mon), not below libvirt."""
-    return _found(q.request("Nova-compute", "Ceph_mon",
+    return q.found(q.request("Nova-compute", "Ceph_mon",
                             server=lambda s: _any_server(s) and not q.under_libvirt(s),
                             client=lambda s: _MON_CLIENT(s) and not q.under_libvirt(s)))
 
@@ -383,20 +420,19 @@ def _get_object(q: Query):
     swift = http_server("GET", r"^/swift/v1/")
     span = q.request("Nova-compute", "Ceph_rgw", server=swift, under=q.step(13))
     if span is not None:
-        return Found(span)
+        return q.found(span)
     span = q.request("Glance.api", "Ceph_rgw", server=swift, under=q.step(13))
-    return _found(span, drawn=("Glance.api", "Ceph_rgw"),
+    return q.found(span, drawn=("Glance.api", "Ceph_rgw"),
                   note="the image bytes came through glance-api, which read them from the "
                        "gateway")
 
 
 @rule(24)
 def _read_from_osd(q: Query):
-    """ceph-osd's SERVER span called by ceph-rgw, else ceph-rgw's CLIENT span to an OSD,
-    below step 23."""
-    return _found(q.request("Ceph_rgw", "Ceph_osd", server=_any_server,
-                            client=_OSD_CLIENT, under=q.step(23))
-                  or q.request("Ceph_rgw", "Ceph_osd", server=_any_server, client=_OSD_CLIENT))
+    """ceph-osd's SERVER span called by ceph-rgw, below step 23; without one (ceph-osd left
+    no span), ceph-rgw's CLIENT span to an OSD, as a fallback."""
+    return q.found(q.below_step(23, lambda under: q.request(
+        "Ceph_rgw", "Ceph_osd", server=_any_server, client=_OSD_CLIENT, under=under)))
 
 
 @rule(26)
@@ -404,15 +440,15 @@ def _allocate_network(q: Query):
     """neutron-server's first SERVER span for POST or PUT on /v2.0/ports called by
     nova-compute."""
     ports = any_of(http_server("POST", r"/ports$"), http_server("PUT", r"/ports/[^/]+$"))
-    return _found(q.request("Nova-compute", "Neutron-server", server=ports, under=q.step(13))
-                  or q.request("Nova-compute", "Neutron-server", server=ports))
+    return q.found(q.below_step(13, lambda under: q.request("Nova-compute", "Neutron-server",
+                                                            server=ports, under=under)))
 
 
 @rule(27)
 def _request_ip(q: Query):
     """neutron-server's PRODUCER cast of port_create_end (topic dhcp_agent), the first."""
     cast = any_of(send("cast", method="port_create_end"), send("cast", to="dhcp_agent"))
-    return _found(q.first_under([q.step(26)], "Neutron-server", cast))
+    return q.found(q.first_under([q.step(26)], "Neutron-server", cast))
 
 
 @rule(28)
@@ -420,142 +456,170 @@ def _request_l2(q: Query):
     """neutron-server's PRODUCER cast of port_update (topic q-agent-notifier-port-update)."""
     cast = any_of(send("cast", method="port_update"),
                   send("cast", to="q-agent-notifier-port-update"))
-    return _found(q.first("Neutron-server", cast))
+    return q.found(q.first("Neutron-server", cast))
 
 
 @rule(29)
 def _dhcp_takes_request(q: Query):
     """neutron-dhcp-agent's CONSUMER process span of step 27's message."""
-    return _found(q.consumer(q.step(27), "Neutron-DHCP-agent",
+    return q.found(q.consumer(q.step(27), "Neutron-DHCP-agent",
                              consume("process", method="port_create_end")))
 
 
 @rule(30)
 def _dnsmasq(q: Query):
     """neutron-dhcp-agent's CLIENT span to dnsmasq (peer.service=dnsmasq), below step 29."""
-    return _found(q.first_under([q.step(29)], "Neutron-DHCP-agent", client_to("dnsmasq")))
+    return q.found(q.first_under([q.step(29)], "Neutron-DHCP-agent", client_to("dnsmasq")))
 
 
 @rule(32)
 def _dhcp_ready(q: Query):
     """neutron-dhcp-agent's PRODUCER span of the dhcp_ready_on_ports call."""
-    return _found(q.first_under([q.step(29)], "Neutron-DHCP-agent",
+    return q.found(q.first_under([q.step(29)], "Neutron-DHCP-agent",
                                 send(method="dhcp_ready_on_ports")))
 
 
 @rule(33)
 def _server_takes_dhcp_ready(q: Query):
     """neutron-server's CONSUMER process span of step 32's message."""
-    return _found(q.consumer(q.step(32), "Neutron-server",
+    return q.found(q.consumer(q.step(32), "Neutron-server",
                              consume("process", method="dhcp_ready_on_ports")))
 
 
 @rule(34)
 def _l2_takes_request(q: Query):
     """neutron-l2-agent's CONSUMER process span of step 28's message."""
-    return _found(q.consumer(q.step(28), "Neutron-L2-Agent",
+    return q.found(q.consumer(q.step(28), "Neutron-L2-Agent",
                              consume("process", method="port_update")))
+
+
+_LIBVIRT = client_to("libvirt", rpc_system="libvirt")
+_PLUG_INTERFACE = function("LinuxBridgeManager.plug_interface")
+
+
+def _in(q: Query, span, pred) -> bool:
+    """Is one of ``span``'s ancestors in its own service a ``pred`` span?"""
+    return any(pred(a) for a in q.trace.ancestors(span) if a.service == span.service)
 
 
 @rule(35)
 def _configure_l2(q: Query):
-    """neutron-l2-agent's libvirt CLIENT span (rpc.system=libvirt), below step 34."""
-    return _found(q.first_under([q.step(34)], "Neutron-L2-Agent",
-                                client_to("libvirt", rpc_system="libvirt")))
+    """neutron-l2-agent's libvirt CLIENT span networkUpdate inside
+    LinuxBridgeManager.plug_interface, below step 34: the port's tap put on its network's
+    bridge. Without it (the tap was already there), the plug's first libvirt call, as a
+    fallback. Never the connection's libvirt.open nor a call of the wait for the tap."""
+    def plug(under):
+        calls = [s for s in q.spans("Neutron-L2-Agent", _LIBVIRT, under=under)
+                 if _in(q, s, _PLUG_INTERFACE)]
+        update = next((s for s in calls if s.get(attr.RPC_METHOD) == "networkUpdate"), None)
+        if update is not None:
+            return update
+        return q.fallback(calls[0] if calls else None,
+                          "the plug made no networkUpdate (the tap was already on the "
+                          "bridge); its first libvirt call stands in")
+    return q.found(q.below_step(34, plug))
 
 
 @rule(36)
 def _device_up(q: Query):
     """neutron-l2-agent's PRODUCER span of the update_device_up call."""
-    return _found(q.first_under([q.step(34)], "Neutron-L2-Agent",
+    return q.found(q.first_under([q.step(34)], "Neutron-L2-Agent",
                                 send(method="update_device_up")))
 
 
 @rule(37)
 def _save_port_state(q: Query):
     """neutron-server's first SQL UPDATE or INSERT while processing step 36's message;
-    without it, its first UPDATE of ports."""
+    without it, its last UPDATE of neutron_ports (the port set ACTIVE), as a fallback."""
     write = any_of(sql("UPDATE"), sql("INSERT"))
     for consumer in q.consumers_of(q.step(36), "Neutron-server"):
         span = q.first("Neutron-server", write, under=consumer)
         if span is not None:
-            return Found(span)
-    return _found(q.first("Neutron-server", sql("UPDATE", "ports")))
+            return q.found(span)
+    return q.found(q.fallback(q.last("Neutron-server", sql("UPDATE", "neutron_ports")),
+                              "no write while neutron-server took step 36's message; its "
+                              "last UPDATE of neutron_ports stands in"))
 
 
 @rule(38)
 def _network_info_to_nova(q: Query):
     """nova-api's SERVER span for POST os-server-external-events called by neutron-server."""
     events = http_server("POST", r"/os-server-external-events$")
-    return _found(q.request("Neutron-server", "Nova.api", server=events), drawn=_DRAWN[38])
+    return q.found(q.request("Neutron-server", "Nova.api", server=events), drawn=_DRAWN[38])
 
 
 @rule(39)
 def _get_volume(q: Query):
     """cinder-api's first SERVER span for GET or POST .../volumes... called by nova-compute."""
     volume = any_of(http_server("GET", r"/volumes"), http_server("POST", r"/volumes$"))
-    return _found(q.request("Nova-compute", "Cinder.api", server=volume, under=q.step(13))
-                  or q.request("Nova-compute", "Cinder.api", server=volume))
+    return q.found(q.below_step(13, lambda under: q.request("Nova-compute", "Cinder.api",
+                                                            server=volume, under=under)))
 
 
 @rule(40)
 def _validate_token(q: Query):
     """keystone's SERVER span for GET /v3/auth/tokens called by cinder-api (below step 39
     when there is one)."""
-    return _found(q.request("Cinder.api", "Keystone", server=_VALIDATE, under=q.step(39))
-                  or q.request("Cinder.api", "Keystone", server=_VALIDATE))
+    return q.found(q.below_step(39, lambda under: q.request("Cinder.api", "Keystone",
+                                                            server=_VALIDATE, under=under)))
 
 
 def _libvirt_calls(q: Query, methods=()):
     wanted = set(methods)
-    found = q.spans("Nova-compute", client_to("libvirt", rpc_system="libvirt"),
-                    under=q.step(13)) or \
-        q.spans("Nova-compute", client_to("libvirt", rpc_system="libvirt"))
-    return [s for s in found if not wanted or s.get(attr.RPC_METHOD) in wanted]
+    return [s for s in _below_build(q, _LIBVIRT) if not wanted or s.get(attr.RPC_METHOD) in wanted]
 
 
 @rule(43)
 def _start_vm(q: Query):
     """nova-compute's libvirt CLIENT span createWithFlags (or create), the first."""
     calls = _libvirt_calls(q, ("createWithFlags", "create"))
-    return _found(calls[0] if calls else None)
+    return q.found(calls[0] if calls else None)
 
 
-_VIF = re.compile(r"(?i)vif|interface|port")
-_VOLUME = re.compile(r"(?i)volume|block_device")
+# Whole words of an identifier: ``LibvirtDriver.plug_vifs`` is "libvirt driver plug vifs",
+# ``attachInterface`` is "attach interface"; "report", "import" and "support" hold no "port".
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_VIF = re.compile(r"\b(?:vifs?|interfaces?|ports?)\b")
+_VOLUME = re.compile(r"\b(?:volumes?|block devices?)\b")
+
+
+def _words(name: str) -> str:
+    return " ".join(word.lower() for word in _WORD.findall(name))
 
 
 def _under_name(q: Query, span, pattern) -> bool:
-    return any(pattern.search(a.name) for a in q.trace.ancestors(span)
+    """Is an ancestor of ``span`` in its own service named with ``pattern``'s words?"""
+    return any(pattern.search(_words(a.name)) for a in q.trace.ancestors(span)
                if a.service == span.service)
 
 
 @rule(44)
 def _update_port(q: Query):
     """nova-compute's libvirt CLIENT span updateDeviceFlags, or a libvirt call below a span
-    about VIFs, interfaces or ports (LibvirtDriver.plug_vifs makes one today)."""
+    named for VIFs, interfaces or ports, as whole words (LibvirtDriver.plug_vifs makes one
+    today; _report_state or import_image do not count)."""
     calls = [s for s in _libvirt_calls(q)
              if s.get(attr.RPC_METHOD) == "updateDeviceFlags" or _under_name(q, s, _VIF)]
-    return _found(calls[0] if calls else None)
+    return q.found(calls[0] if calls else None)
 
 
 @rule(45)
 def _last_conductor_call(q: Query):
     """nova-compute's last PRODUCER span of an rpc call to the conductor (not step 14's)."""
     calls = _conductor_calls(q)
-    return _found(calls[-1] if len(calls) > 1 else None)
+    return q.found(calls[-1] if len(calls) > 1 else None)
 
 
 @rule(46)
 def _conductor_takes_last_call(q: Query):
     """nova-conductor's CONSUMER process span of step 45's message."""
-    return _found(next(iter(q.consumers_of(q.step(45), "Nova-conductor")), None))
+    return q.found(next(iter(q.consumers_of(q.step(45), "Nova-conductor")), None))
 
 
 @rule(47)
 def _conductor_replies_last(q: Query):
     """nova-conductor's PRODUCER span of the reply, below step 46."""
-    return _found(q.first("Nova-conductor", send("reply"), under=q.step(46)))
+    return q.found(q.first("Nova-conductor", send("reply"), under=q.step(46)))
 
 
 def _defines_volumes(q: Query, span) -> bool:
@@ -573,56 +637,64 @@ def _pass_volume(q: Query):
              if _defines_volumes(q, s) or _under_name(q, s, _VOLUME) or
              (str(s.get(attr.RPC_METHOD, "")).startswith("attachDevice")
               and not _under_name(q, s, _VIF))]
-    return _found(calls[0] if calls else None)
+    return q.found(calls[0] if calls else None)
 
 
-def _ceph_below_libvirt(q: Query, lifeline: str, client) -> Found | None:
+def _hypervisor_to_ceph(q: Query, lifeline: str, client) -> Found | None:
+    """The daemon's SERVER span called by the hypervisor (qemu-kvm, on the Libvirt
+    lifeline), else the hypervisor's CLIENT span to it; else, in a trace where another
+    service made the call below a libvirt call (before QEMU had a service of its own)."""
+    span = q.request("Libvirt", lifeline, server=_any_server, client=client)
+    if span is not None:
+        return q.found(span)
     spans = [s for s in q.spans(lifeline, _any_server) if q.under_libvirt(s)] or \
         [s for s in q.spans(None, client) if q.under_libvirt(s)]
-    return _found(spans[0] if spans else None)
+    return q.found(q.fallback(spans[0] if spans else None,
+                              "no span of the hypervisor (qemu-kvm) made this call; one below "
+                              "a libvirt call, made by another service, stands in"))
 
 
 @rule(49)
 def _libvirt_cluster_map(q: Query):
-    """A ceph-mon SERVER span (else a CLIENT span to ceph-mon) with a libvirt call among its
-    ancestors."""
-    return _ceph_below_libvirt(q, "Ceph_mon", _MON_CLIENT)
+    """ceph-mon's SERVER span called by the hypervisor (qemu-kvm: QEMU's librbd, started by
+    libvirt); without it, the hypervisor's CLIENT span to ceph-mon, or a ceph-mon span below
+    a libvirt call, as fallbacks."""
+    return _hypervisor_to_ceph(q, "Ceph_mon", _MON_CLIENT)
 
 
 @rule(51)
 def _mount_volume(q: Query):
-    """A ceph-osd SERVER span (else a CLIENT span to ceph-osd) with a libvirt call among its
-    ancestors."""
-    return _ceph_below_libvirt(q, "Ceph_osd", _OSD_CLIENT)
+    """ceph-osd's SERVER span called by the hypervisor (qemu-kvm opening the volume's RBD
+    image); without it, the hypervisor's CLIENT span to ceph-osd, or a ceph-osd span below a
+    libvirt call, as fallbacks."""
+    return _hypervisor_to_ceph(q, "Ceph_osd", _OSD_CLIENT)
 
 
 @rule(52)
 def _guest_asks_metadata(q: Query):
     """neutron-metadata-proxy's SERVER span called by the guest (cloud-init), else the guest's
     CLIENT span to 169.254.169.254."""
-    return _found(q.request("VM-instance", "Neutron_metadata_proxy", server=http_server(),
+    return q.found(q.request("VM-instance", "Neutron_metadata_proxy", server=http_server(),
                             client=http_client(r"//169\.254\.169\.254[:/]")))
 
 
 @rule(53)
 def _proxy_forwards(q: Query):
     """nova-api-metadata's SERVER span called by neutron-metadata-proxy (below step 52)."""
-    return _found(q.request("Neutron_metadata_proxy", "Nova-api-metadata", server=http_server(),
-                            under=q.step(52))
-                  or q.request("Neutron_metadata_proxy", "Nova-api-metadata",
-                               server=http_server()))
+    return q.found(q.below_step(52, lambda under: q.request(
+        "Neutron_metadata_proxy", "Nova-api-metadata", server=http_server(), under=under)))
 
 
 @rule(55)
 def _poll(q: Query):
     """nova-api's SERVER span for the client's last GET /v2.1/servers/<id>."""
-    return _found(q.request("Client", "Nova.api", server=_SHOW_SERVER, last=True))
+    return q.found(q.request("Client", "Nova.api", server=_SHOW_SERVER, last=True))
 
 
 @rule(56)
 def _read_state(q: Query):
     """nova-api's first SQL SELECT from instances below step 55."""
-    return _found(q.first("Nova.api", sql("SELECT", "instances"), under=q.step(55)))
+    return q.found(q.first("Nova.api", sql("SELECT", "instances"), under=q.step(55)))
 
 
 def _steps():

@@ -17,6 +17,14 @@ Two ideas recur:
 - ``q.consumers_of(producer)`` finds the spans that took a message off the
   broker: CONSUMER spans linked to the PRODUCER span, parented on it, or
   carrying the same ``messaging.message.id``.
+
+A rule says first what the step *is* and then, sometimes, what may stand in
+for it when that is not in the trace (the callee's SERVER span is missing, so
+the caller's CLIENT span; the step it follows is missing, so anywhere in the
+trace). A span found that second way is marked with ``q.fallback(span, why)``
+(``request``, ``consumer`` and ``first_under`` mark their own), and the flow
+check warns about it: a step matched only through a fallback is a hint that a
+service left no spans, not proof that the step happened as drawn.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ class Found:
     edge: str = "start"  # "start", or "end" for an answer
     drawn: tuple[str, str] | None = None  # lifelines really involved, when not the table's
     note: str = ""
+    fallback: str = ""  # why only a stand-in was found ("" = the rule's own form matched)
 
 
 def http_server(method: str | None = None, route: str | None = None) -> Pred:
@@ -138,6 +147,17 @@ def name_matches(pattern: str) -> Pred:
     return lambda s: bool(regex.search(s.name))
 
 
+def function(qualname: str) -> Pred:
+    """Spans standing for the upstream function ``qualname`` (``Class.method``): by
+    ``code.function.name``, else by the span's name."""
+    suffix = "." + qualname
+
+    def pred(span: Span) -> bool:
+        code = str(span.get(attr.CODE_FUNCTION_NAME) or "")
+        return code.endswith(suffix) or code == qualname or span.name == qualname
+    return pred
+
+
 # -- the query a rule receives -------------------------------------------------------------
 
 class Query:
@@ -148,6 +168,19 @@ class Query:
         self.flow = flow
         self.matched = matched
         self._lines = {line.name: line for line in flow.lifelines}
+        self.fallbacks: dict[str, str] = {}  # span id -> why it only stands in
+
+    def fallback(self, span: Span | None, why: str) -> Span | None:
+        """Mark ``span`` as found only through a fallback (the check warns); returns it."""
+        if span is not None:
+            self.fallbacks.setdefault(span.span_id, why)
+        return span
+
+    def found(self, span: Span | None, **kw) -> Found | None:
+        """The ``Found`` for ``span``, carrying its fallback reason if it was marked."""
+        if span is None:
+            return None
+        return Found(span, **{"fallback": self.fallbacks.get(span.span_id, ""), **kw})
 
     # steps matched so far
     def step(self, number: int) -> Span | None:
@@ -178,13 +211,27 @@ class Query:
 
     def first_under(self, anchors: Iterable[Span | None], lifeline: str | None,
                     where: Pred) -> Span | None:
-        """The first match below the first anchor that has one; then anywhere in the trace."""
+        """The first match below the first anchor that has one; then anywhere in the trace
+        (a fallback)."""
         for anchor in anchors:
             if anchor is not None:
                 found = self.first(lifeline, where, under=anchor)
                 if found is not None:
                     return found
-        return self.first(lifeline, where)
+        return self.fallback(self.first(lifeline, where),
+                             "not found below the step it follows; taken from anywhere in "
+                             "the trace")
+
+    def below_step(self, number: int, find: Callable[[Span | None], Span | None]) -> Span | None:
+        """``find(under=step number's span)``; without a match there, ``find(None)`` over the
+        whole trace (a fallback)."""
+        anchor = self.step(number)
+        if anchor is not None:
+            found = find(anchor)
+            if found is not None:
+                return found
+        return self.fallback(find(None), f"not found below step {number}; taken from "
+                                         "anywhere in the trace")
 
     # who called whom
     def caller(self, span: Span) -> Span | None:
@@ -229,20 +276,34 @@ class Query:
         return self.spans(lifeline, lambda s: took_it(s) and (where is None or where(s)))
 
     def consumer(self, producer: Span | None, lifeline: str, fallback: Pred) -> Span | None:
-        """The consumer of ``producer``'s message in ``lifeline``; else the first ``fallback``."""
+        """The consumer of ``producer``'s message in ``lifeline``; else the first ``fallback``
+        (marked as one)."""
         taken = self.consumers_of(producer, lifeline)
-        return taken[0] if taken else self.first(lifeline, fallback)
+        if taken:
+            return taken[0]
+        return self.fallback(self.first(lifeline, fallback),
+                             "no consumer of the step's own message; the first message of "
+                             "its kind stands in")
 
     def request(self, caller: str, callee: str, *, server: Pred | None = None,
                 client: Pred | None = None, under: Span | None = None,
                 last: bool = False) -> Span | None:
-        """A call from ``caller`` to ``callee`` (see the module docstring)."""
-        if server is not None and self._lines[callee].services:
-            pick = self.last if last else self.first
+        """A call from ``caller`` to ``callee`` (see the module docstring).
+
+        When ``callee`` is a traced service, its SERVER span is the call; the
+        caller's CLIENT span is then only a fallback (the callee left no span).
+        """
+        pick = self.last if last else self.first
+        traced = bool(self._lines[callee].services)
+        if server is not None and traced:
             found = pick(callee, lambda s: server(s) and self.called_by(s, caller), under)
             if found is not None:
                 return found
         if client is not None:
-            pick = self.last if last else self.first
-            return pick(caller, client, under)
+            found = pick(caller, client, under)
+            if traced:
+                services = ", ".join(self._lines[callee].services)
+                self.fallback(found, f"{services} left no span of this call; the caller's "
+                                     "CLIENT span stands in")
+            return found
         return None

@@ -197,8 +197,11 @@ def whole_cast(doc: dict) -> dict:
                     "http://127.0.0.1:9696/v2.0/ports/p-1", "/v2.0/ports/<port_id>", host)
     _, l2 = s.message(put, (0, 1), "neutron-server", "neutron-l2-agent", "port_update", "cast",
                       "q-agent-notifier-port-update")
-    s.add(l2, (0, 2), "neutron-l2-agent", "libvirt.nwfilterDefineXML", "CLIENT",
-          rpc__system="libvirt", rpc__method="nwfilterDefineXML", peer__service="libvirt")
+    plug = s.add(l2, (0, 2), "neutron-l2-agent", "LinuxBridgeManager.plug_interface",
+                 "INTERNAL", code__function__name="neutron.plugins.ml2.drivers.linuxbridge."
+                 "agent.linuxbridge_neutron_agent.LinuxBridgeManager.plug_interface")
+    s.add(plug, (0, 1), "neutron-l2-agent", "libvirt.networkUpdate", "CLIENT",
+          rpc__system="libvirt", rpc__method="networkUpdate", peer__service="libvirt")
     _, up = s.message(l2, (1, 2), "neutron-l2-agent", "neutron-server", "update_device_up",
                       "call", "q-plugin")
     s.add(up, (0, 2), "neutron-server", "UPDATE neutron", "CLIENT", db__system__name="sqlite",
@@ -227,19 +230,22 @@ def whole_cast(doc: dict) -> dict:
                  rpc__service="osd", rpc__method="read", peer__service="ceph-osd")
     s.add(read, (0, 1), "ceph-osd", "ceph.read", "SERVER", rpc__system="ceph",
           rpc__service="osd", rpc__method="read")
-    # 48-51: the volume attached through libvirt, qemu reading Ceph; 44: the VIFs.
+    # 48-51: the volume attached through libvirt, the hypervisor reading Ceph; 44: the VIFs.
     domain = s.find(compute, "LibvirtDriver._create_domain_and_network")
     connect = s.add(domain, (0, 4), compute, "LibvirtDriver._connect_volume", "INTERNAL",
                     host=host)
     attach = s.add(connect, (0, 1), compute, "libvirt.attachDeviceFlags", "CLIENT", host=host,
                    rpc__system="libvirt", rpc__method="attachDeviceFlags",
                    peer__service="libvirt")
-    map_call = s.add(attach, (0, 2), compute, "ceph.get_cluster_map", "CLIENT", host=host,
+    # The hypervisor (qemu-kvm, the stand-in's own service) opens the rbd disk.
+    qemu = s.add(attach, (0, 1), "qemu-kvm", "qemu rbd open", "INTERNAL", host=host,
+                 novalab__stand_in="qemu (libvirt test hypervisor)")
+    map_call = s.add(qemu, (0, 2), "qemu-kvm", "ceph.get_cluster_map", "CLIENT", host=host,
                      rpc__system="ceph", rpc__service="mon", rpc__method="get_cluster_map",
                      peer__service="ceph-mon")
     s.add(map_call, (0, 1), "ceph-mon", "ceph.get_cluster_map", "SERVER", rpc__system="ceph",
           rpc__service="mon", rpc__method="get_cluster_map")
-    open_call = s.add(attach, (1, 2), compute, "ceph.open", "CLIENT", host=host,
+    open_call = s.add(qemu, (1, 2), "qemu-kvm", "ceph.open", "CLIENT", host=host,
                       rpc__system="ceph", rpc__service="osd", rpc__method="open",
                       peer__service="ceph-osd")
     s.add(open_call, (0, 1), "ceph-osd", "ceph.open", "SERVER", rpc__system="ceph",

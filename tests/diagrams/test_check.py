@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +18,7 @@ from novalab.diagrams.model import Span, Trace, frozen
 from novalab.diagrams.semantics import describe
 
 FLOW = get_flow("classic")
+RECORDED_WHOLE_CAST = Path(__file__).parent / "fixtures" / "boot-whole-cast.otlp.json"
 # What the recorded boots match today: the services of the other steps do not exist yet.
 MATCHED_TODAY = frozenset([*range(1, 21), 43, 45, 46, 47, 55, 56, 57, 58])
 
@@ -145,6 +148,7 @@ def test_whole_cast_synthetic_trace_matches_all_58_steps(whole_cast_trace):
     """Spans shaped by the conventions for the services still to come meet every rule."""
     result = check(whole_cast_trace, FLOW)
     assert result.summary == "58/58 steps matched, 0 out of order" and result.ok
+    assert result.warnings == 0
     assert result.result(38).drawn == ("Neutron-server", "Nova.api")
     assert result.result(21).span.service == "ceph-mon"
     assert result.result(49).span.service == "ceph-mon"
@@ -174,7 +178,8 @@ def test_text_and_json_reports(embedded_trace):
     doc = json.loads(json.dumps(to_dict(result)))
     assert doc["summary"] == {"matched": 28, "total": 58, "expected": 58,
                               "matched_expected": 28, "missing": 30, "out_of_order": 0,
-                              "ok": False}
+                              "warnings": 0, "ok": False}
+    assert doc["warnings"] == [] and "WARNING" not in text
     step5 = doc["steps"][4]
     assert step5["status"] == "matched" and step5["span"]["service"] == "nova-api"
     assert step5["offset_ms"] == pytest.approx(104.314, abs=0.001)
@@ -273,3 +278,136 @@ def test_a_step_is_excused_only_by_evidence(embedded_trace):
     asked = check(_recording(embedded_trace, "ComputeManager._build_and_run_instance",
                              **{"nova.build.volumes": 1}), FLOW)
     assert {r.step.number for r in asked.results if r.missing} >= VOLUME_STEPS
+
+
+# -- fidelity of single rules --------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def recorded_whole_cast_doc() -> dict:
+    return json.loads(RECORDED_WHOLE_CAST.read_text())
+
+
+def _ancestor_names(trace: Trace, span: Span) -> list[str]:
+    return [a.name for a in trace.ancestors(span) if a.service == span.service]
+
+
+def test_step_35_is_the_l2_agent_plugging_the_tap_not_its_connection(recorded_whole_cast_trace):
+    """The agent's first libvirt call is the connection's open inside the wait for the tap;
+    step 35 is the call that puts the tap on the bridge."""
+    trace = recorded_whole_cast_trace
+    agent_calls = [s for s in trace if s.service == "neutron-l2-agent" and
+                   s.get("rpc.system") == "libvirt"]
+    assert agent_calls[0].name == "libvirt.open"  # what step 35 used to match
+    span = check(trace, FLOW).result(35).span
+    assert (span.service, span.name) == ("neutron-l2-agent", "libvirt.networkUpdate")
+    assert "LinuxBridgeManager.plug_interface" in _ancestor_names(trace, span)
+
+
+def _renamed(trace: Trace, old: str, new: str) -> Trace:
+    return Trace.of(dataclasses.replace(s, name=new) if s.name == old else s for s in trace)
+
+
+@pytest.mark.parametrize("name", ["ComputeManager._report_state", "ImageCache.import_image",
+                                  "LibvirtDriver._supports_start_paused"])
+def test_step_44_wants_whole_words_not_report_import_or_support(embedded_trace, name):
+    """The recorded boot had no port, so no VIF call: a caller whose name merely contains
+    "port" does not make one."""
+    assert not check(_renamed(embedded_trace, "LibvirtDriver._create_domain", name),
+                     FLOW).result(44).matched
+
+
+@pytest.mark.parametrize("name", ["LibvirtDriver.plug_vifs", "LibvirtDriver.attach_interface",
+                                  "Host.attachInterface", "NetworkAPI.update_port"])
+def test_step_44_takes_a_libvirt_call_below_a_vif_interface_or_port(embedded_trace, name):
+    trace = _renamed(embedded_trace, "LibvirtDriver._create_domain", name)
+    span = check(trace, FLOW).result(44).span
+    assert span.get("rpc.system") == "libvirt" and name in _ancestor_names(trace, span)
+
+
+def test_step_37_falls_back_to_the_neutron_ports_table(recorded_whole_cast_doc):
+    """Without the L2 agent's spans there is no step 36 to follow: the fallback finds the
+    port's last UPDATE of neutron_ports (it looked for a "ports" table, which is not there),
+    and says the match is only a fallback."""
+    result = check(_without(recorded_whole_cast_doc, "neutron-l2-agent"), FLOW)
+    assert {r.step.number for r in result.results if r.missing} == {34, 35, 36}
+    step = result.result(37)
+    assert describe(step.span) == "UPDATE neutron_ports"
+    assert step.warning.startswith("matched only through a fallback")
+
+
+# -- warnings: a step matched only through a fallback or from an orphaned span --------------
+
+def test_a_whole_recorded_boot_has_no_warnings(recorded_whole_cast_trace):
+    result = check(recorded_whole_cast_trace, FLOW)
+    assert result.ok and result.warnings == 0
+    assert result.summary == "58/58 steps matched, 0 out of order"
+    # The hypervisor (the QEMU stand-in, qemu-kvm) talks to Ceph in 49-51, not nova-compute.
+    for number in (49, 51):
+        span = result.result(number).span
+        assert recorded_whole_cast_trace.parent(span).service == "qemu-kvm"
+
+
+@pytest.mark.parametrize("service, flagged", [
+    ("ceph-osd", {24, 51}),
+    ("ceph-mon", {21, 49}),
+    ("cloud-init", {52}),
+])
+def test_removing_a_leaf_service_flags_exactly_its_steps(recorded_whole_cast_doc, service,
+                                                         flagged):
+    """Ceph's daemons and the guest are the leaves of their calls: without their spans the
+    steps still match (on the caller's CLIENT span, or on a span whose caller is gone), and
+    the check says that the match is only a stand-in, step by step."""
+    result = check(_without(recorded_whole_cast_doc, service), FLOW)
+    assert result.matched == 58 and result.out_of_order == 0
+    warned = {r.step.number: r.warning for r in result.results if r.warning}
+    assert set(warned) == flagged
+    for number in flagged:
+        assert result.result(number).span.service != service
+    text = format_text(result)
+    for number in flagged:
+        assert f"step {number} ({FLOW.step(number).text}): {warned[number]}" in text
+    assert text.count("       WARNING: ") == len(flagged)
+    assert text.endswith(f"58/58 steps matched, 0 out of order, {len(flagged)} matched only "
+                         "through a fallback or an orphaned span\n")
+    doc = to_dict(result)
+    assert doc["warnings"] == [{"step": n, "warning": warned[n]} for n in sorted(flagged)]
+    assert doc["summary"]["warnings"] == len(flagged)
+    for number in flagged:
+        assert doc["steps"][number - 1]["warning"] == warned[number]
+        assert f"Warning: {warned[number]}" in doc["steps"][number - 1]["notes"]
+
+
+def test_the_warnings_say_why(recorded_whole_cast_doc):
+    osd = check(_without(recorded_whole_cast_doc, "ceph-osd"), FLOW)
+    assert osd.result(24).span.service == "ceph-rgw" and osd.result(24).span.kind == "CLIENT"
+    assert osd.result(51).span.service == "qemu-kvm" and osd.result(51).span.kind == "CLIENT"
+    assert "ceph-osd left no span of this call" in osd.result(24).warning
+    guest = check(_without(recorded_whole_cast_doc, "cloud-init"), FLOW)
+    assert guest.result(52).span.service == "neutron-metadata-proxy"
+    assert "matched from an orphaned span" in guest.result(52).warning
+    assert guest.result(54).matched and not guest.result(54).warning  # the answer: as 52
+
+
+def test_ceph_called_by_nova_compute_below_libvirt_is_only_a_fallback(
+        recorded_whole_cast_doc):
+    """A trace recorded before the hypervisor had a service of its own (its Ceph calls made
+    as nova-compute's) still matches 49 and 51, with a warning."""
+    doc = copy.deepcopy(recorded_whole_cast_doc)
+    for rs in doc["resourceSpans"]:
+        for item in rs["resource"]["attributes"]:
+            if item["key"] == "service.name" and item["value"] == {"stringValue": "qemu-kvm"}:
+                item["value"] = {"stringValue": "nova-compute"}
+    result = check(Trace.of(spans_from_otlp(doc)), FLOW)
+    assert result.matched == 58
+    assert {r.step.number for r in result.results if r.warning} == {49, 51}
+    assert "no span of the hypervisor (qemu-kvm)" in result.result(49).warning
+
+
+def test_notes_say_ipam_allocated_the_address_and_juno_moved_the_scheduling():
+    notes = {s.number: " ".join(s.notes) for s in FLOW.steps}
+    assert all(notes[n] for n in (5, 26, 27, 29, 30, 32, 33))
+    assert "allocated here, by neutron-server's IPAM" in notes[26]
+    for number in (27, 29, 30, 32, 33):  # the table's "request/allocate/reply IP address"
+        assert re.search(r"(?i)IPAM|already chosen|no IP address", notes[number]), number
+    assert "since Juno the conductor calls the scheduler's select_destinations" in notes[6]
+    assert not any("since Icehouse" in note.lower() for note in notes.values())

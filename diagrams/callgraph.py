@@ -6,7 +6,9 @@ belongs to its class; a module-level function (``nova.virt.images.fetch``) to
 its module. Nova's services are opened up into their classes, one cluster per
 service; every other OpenStack service (keystone, glance, neutron, cinder,
 ceph) is one box, as in the seed diagram. Infrastructure reached through
-CLIENT spans (the database, libvirt, dnsmasq) gets a plain white node.
+CLIENT spans (the database, libvirt, dnsmasq) gets a plain white node, and so
+does the hypervisor, whose spans are its own (``qemu-kvm``: QEMU's librbd
+opening a guest's Ceph disks).
 
 Boxes are coloured by the seed's legend (``shared/seeds/003_*.txt``):
 
@@ -35,7 +37,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from novalab.diagrams.model import Span, Trace
-from novalab.diagrams.semantics import http_method, is_messaging, messaging_operation
+from novalab.diagrams.semantics import (
+    http_method,
+    is_hypervisor,
+    is_messaging,
+    messaging_operation,
+)
 from novalab.tracing import attributes as attr
 
 FORMATS = ("svg", "png", "dot")
@@ -122,6 +129,8 @@ class CallGraph:
     def _service_node(self, service: str) -> Component:
         if service in self._actors:
             return self._add(Component(f"actor/{service}", service, "actor"))
+        if is_hypervisor(service):
+            return self._add(Component(f"infra/{service}", f"{service} (hypervisor)", "infra"))
         if _is_nova(service):
             return self._add(Component(f"{service}/entry", f"{service} (entry)", "manager",
                                        service))

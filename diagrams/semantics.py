@@ -60,6 +60,16 @@ def destination(span: Span) -> str:
                or span.get(attr.MESSAGING_DESTINATION_NAME) or "")
 
 
+# Services that are infrastructure with spans of their own rather than OpenStack services:
+# the hypervisor (the QEMU/KVM process libvirt runs for a guest; novalab's stand-in for it).
+HYPERVISOR_SERVICES = ("qemu-kvm",)
+
+
+def is_hypervisor(service: str) -> bool:
+    """Do ``service``'s spans stand for the hypervisor (QEMU) rather than a service?"""
+    return service in HYPERVISOR_SERVICES
+
+
 def peer(span: Span) -> str:
     """The infrastructure a CLIENT or PRODUCER span talks to, in lifeline-neutral words."""
     if span.kind == "PRODUCER" or (span.kind == "CONSUMER" and is_messaging(span)):

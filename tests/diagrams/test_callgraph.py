@@ -77,3 +77,14 @@ def test_rendered_svg_and_png(embedded_trace):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="svg, png, dot"):
         callgraph.render(embedded_trace, "mermaid")
+
+
+def test_the_hypervisor_not_nova_compute_talks_to_ceph(recorded_whole_cast_trace):
+    """The QEMU stand-in's spans are qemu-kvm's: a white infrastructure box whose wire
+    calls reach the Ceph monitor and OSD as the guest's disk opens."""
+    graph = CallGraph(recorded_whole_cast_trace)
+    hypervisor = graph.components["infra/qemu-kvm"]
+    assert (hypervisor.label, hypervisor.category) == ("qemu-kvm (hypervisor)", "infra")
+    assert graph.edges[("infra/qemu-kvm", "service/ceph-mon", "wire")]
+    assert graph.edges[("infra/qemu-kvm", "service/ceph-osd", "wire")]
+    assert "service/qemu-kvm" not in graph.components

@@ -156,3 +156,13 @@ def test_plantuml_accepts_the_text(flow_view, full_view, tmp_path):
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0 and done.stdout.startswith("SEQUENCE"), done.stdout
         assert f"({len(view.participants)} participants)" in done.stdout
+
+
+def test_full_view_draws_the_hypervisor_on_libvirts_lifeline(recorded_whole_cast_trace):
+    """qemu-kvm (the QEMU stand-in) stands beside libvirt, as the classic flow's Libvirt
+    lifeline, and it is what calls the Ceph monitor and OSD as the guest starts."""
+    diagram = sequence.from_trace(recorded_whole_cast_trace, get_flow())
+    names = [p.name for p in diagram.participants]
+    assert names.index("qemu-kvm") == names.index("libvirt") + 1
+    calls = {(a.source, a.target) for a in diagram.arrows if a.style == "sync"}
+    assert {("qemu-kvm", "ceph-mon"), ("qemu-kvm", "ceph-osd")} <= calls

@@ -27,6 +27,7 @@ UPSTREAM_REPOS = {
     "glance": "https://opendev.org/openstack/glance",
     "cinder": "https://opendev.org/openstack/cinder",
     "neutron": "https://opendev.org/openstack/neutron",
+    "placement": "https://opendev.org/openstack/placement",
 }
 
 

@@ -51,6 +51,7 @@ STANDARD_PORTS = {
     "cinder": 8776,
     "glance": 9292,
     "neutron": 9696,
+    "placement": 8778,
     "metadata-proxy": 8780,    # neutron-metadata-proxy, standing for 169.254.169.254:80
     "ceph-mon": 6789,
     "ceph-rgw": 7480,

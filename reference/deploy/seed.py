@@ -25,6 +25,7 @@ USERS = {
     "glance": {"project": "service", "roles": ["service"]},
     "neutron": {"project": "service", "roles": ["service"]},
     "cinder": {"project": "service", "roles": ["service"]},
+    "placement": {"project": "service", "roles": ["service"]},
     "swift": {"project": "service", "roles": ["service"]},  # ceph-rgw's keystone user
 }
 

@@ -82,6 +82,10 @@ class CloudConfig:
     # "embedded": every service in this process (boot, serve); "up": one process per
     # service. Faults that kill a process fire only on "up".
     deployment: str = "embedded"
+    # "classic": the 58-step flow's wiring (no placement); "modern": today's Nova,
+    # with placement (issue 11 builds the rest of it: API database, cells, the super
+    # conductor).
+    topology: str = "classic"
 
     def resolve(self) -> CloudConfig:
         if self.state_dir is None:

@@ -71,6 +71,8 @@ class EmbeddedCloud:
         build = services.BUILDERS
         create_schema(self.config.db_url)
         self.keystone = build["keystone"](w)
+        if services.runs_in("placement-api", self.config.topology):
+            self.placement = build["placement-api"](w)
         self.ceph = build["ceph"](w)
         self.images = build["glance-api"](w)
         self.cirros = self.images.find_by_name("cirros")

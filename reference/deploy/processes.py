@@ -92,10 +92,12 @@ def compute_hosts(computes: int) -> list[str]:
     return [f"compute-{index}" for index in range(1, computes + 1)]
 
 
-def plan(computes: int, web: bool = True) -> list[Unit]:
-    """Every process of a whole cloud, in start order; the trace page last."""
+def plan(computes: int, web: bool = True, topology: str = "classic") -> list[Unit]:
+    """Every process of a whole cloud of ``topology``, in start order; the trace page last."""
     units = []
     for name in services.BUILDERS:
+        if not services.runs_in(name, topology):
+            continue
         if per_host(name):
             units.extend(Unit(name, host) for host in compute_hosts(computes))
         else:

@@ -34,8 +34,17 @@ from novalab.reference.nova.service import (
     nova_conductor,
     nova_scheduler,
 )
+from novalab.reference.placement.service import placement
 
-__all__ = ["BUILDERS", "CONTROLLER", "register_endpoints", "neutron_l2_agent"]
+__all__ = ["BUILDERS", "CONTROLLER", "register_endpoints", "neutron_l2_agent", "runs_in"]
+
+# Services only today's Nova has (the classic flow runs without them).
+MODERN_ONLY = frozenset({"placement-api"})
+
+
+def runs_in(name: str, topology: str) -> bool:
+    """Does service ``name`` run in a cloud of ``topology`` ("classic" or "modern")?"""
+    return topology == "modern" or name not in MODERN_ONLY
 
 
 def _seeded(builder: Callable, seed_it: Callable[[Wiring, object], None]) -> Callable:
@@ -54,6 +63,7 @@ def _seeded(builder: Callable, seed_it: Callable[[Wiring, object], None]) -> Cal
 # (and carry their L2 agent, see nova_compute).
 BUILDERS = {
     "keystone": _seeded(keystone, lambda w, core: seed.seed_keystone(core, w.config.password)),
+    "placement-api": placement,
     "ceph": ceph,
     "glance-api": _seeded(glance_api_service, lambda w, images: seed.seed_images(images)),
     "cinder-api": cinder_api,
@@ -75,7 +85,8 @@ def register_endpoints(core: Keystone, urls: dict[str, str]) -> None:
                "ceph-rgw": ("object-store", "swift", "{}/swift/v1"),
                "neutron": ("network", "neutron", "{}"),
                "nova": ("compute", "nova", "{}/v2.1"),
-               "glance": ("image", "glance", "{}")}
+               "glance": ("image", "glance", "{}"),
+               "placement": ("placement", "placement", "{}")}
     for key, (service_type, name, template) in catalog.items():
         if key in urls:
             core.register_endpoint(service_type, name, template.format(urls[key]))

@@ -27,6 +27,7 @@ from novalab.reference.nova.conductor.rpcapi import ConductorAPI
 from novalab.reference.nova.image.glance import GlanceImageServiceV2
 from novalab.reference.nova.network.neutron import API as NeutronAPI
 from novalab.reference.nova.scheduler import conf as scheduler_conf
+from novalab.reference.nova.scheduler.client.report import SchedulerReportClient
 from novalab.reference.nova.scheduler.manager import SchedulerManager
 from novalab.reference.nova.scheduler.rpcapi import SchedulerAPI
 from novalab.reference.nova.virt.images import ImageFetcher
@@ -112,10 +113,14 @@ def nova_compute(w: Wiring, host: str, guests: GuestBoots | None = None) -> Comp
         network_api = NeutronAPI(w.urls["neutron"], http, tracer,
                                  admin_token=service_auth.service_token)
     volume_api = CinderAPI(w.urls["cinder"], http, tracer) if "cinder" in w.urls else None
+    reportclient = None
+    if "placement" in w.urls:  # the modern topology: the node is a resource provider
+        reportclient = SchedulerReportClient(w.urls["placement"], http, tracer,
+                                             service_auth.service_token)
     manager = ComputeManager(host, driver, ConductorAPI(w.transport(), tracer), tracer,
                              report_interval=w.config.report_interval,
                              network_api=network_api, volume_api=volume_api,
-                             faults=w.faults)
+                             faults=w.faults, reportclient=reportclient)
     if "neutron" in w.urls:
         neutron_l2_agent(w, host)
     w.rpc_server("compute", host, [manager], tracer)

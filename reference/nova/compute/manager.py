@@ -28,6 +28,7 @@ import os
 import threading
 import time
 import traceback
+import uuid
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
@@ -60,6 +61,16 @@ def _crash() -> None:
     os._exit(CRASH_EXIT_STATUS)
 
 
+# [DEFAULT] reserved_host_memory_mb: what the host keeps for itself (upstream's default).
+RESERVED_HOST_MEMORY_MB = 512
+
+
+def compute_node_uuid(hypervisor_hostname: str) -> str:
+    """The node's resource provider uuid: stable for a host name, as upstream's
+    ``compute_id`` file keeps a node's uuid across restarts."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"novalab:compute-node:{hypervisor_hostname}"))
+
+
 def blank_volume_name(instance: dict) -> str:
     """What Nova names a blank volume it creates for an instance (``virt/block_device.py``)."""
     return f"{instance['uuid']}-blank-vol"
@@ -69,13 +80,15 @@ class ComputeManager:
     def __init__(self, host: str, driver, conductor_api: ConductorAPI, tracer, *,
                  nodename: str | None = None, max_concurrent_builds: int = 10,
                  report_interval: float = REPORT_INTERVAL, network_api=None,
-                 volume_api=None, faults=NO_FAULTS):
+                 volume_api=None, faults=NO_FAULTS, reportclient=None):
         self.host = host
         self.nodename = nodename or host
         self.driver = driver
         self.conductor_api = conductor_api
         self.network_api = network_api
         self.volume_api = volume_api
+        # Placement's client, in the modern topology: the node is a resource provider.
+        self.reportclient = reportclient
         self.faults = faults
         self.tracer = tracer
         self.instance_events = InstanceEvents()
@@ -124,7 +137,27 @@ class ComputeManager:
                     "local_gb_used", "hypervisor_type", "hypervisor_version", "cpu_info",
                     "supported_instances"):
             values[key] = resources[key]
-        return self.conductor_api.compute_node_update(context, values)
+        node = self.conductor_api.compute_node_update(context, values)
+        if self.reportclient is not None:
+            self._update_to_placement(context, node)
+        return node
+
+    @upstream("nova/compute/resource_tracker.py", "ResourceTracker._update_to_placement")
+    def _update_to_placement(self, context, node: dict) -> None:
+        """The node as a resource provider with its inventory, as the libvirt driver's
+        ``update_provider_tree`` describes it (reserved memory: ``reserved_host_memory_mb``)."""
+        provider = self.reportclient._ensure_resource_provider(
+            context, compute_node_uuid(node["hypervisor_hostname"]), node["hypervisor_hostname"])
+
+        def inventory(total: int, ratio: float, reserved: int = 0) -> dict:
+            return {"total": total, "reserved": reserved, "min_unit": 1,
+                    "max_unit": max(total, 1), "step_size": 1, "allocation_ratio": ratio}
+
+        self.reportclient.set_inventory_for_provider(context, provider["uuid"], {
+            "VCPU": inventory(node["vcpus"], node["cpu_allocation_ratio"]),
+            "MEMORY_MB": inventory(node["memory_mb"], node["ram_allocation_ratio"],
+                                   RESERVED_HOST_MEMORY_MB),
+            "DISK_GB": inventory(node["local_gb"], node["disk_allocation_ratio"])})
 
     def report_state(self) -> None:
         """One heartbeat: the scheduler's ComputeFilter trusts hosts that report."""

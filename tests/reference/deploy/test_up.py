@@ -278,6 +278,9 @@ def test_a_second_consumer_on_our_queues_is_noticed(deployment):
               for t in json.loads(path.read_text())["topics"]]
     expected = expected_consumers(topics)
     assert expected["compute"] == 2 and expected["conductor"] == 1
+    # Neutron's RPC servers are built on Wiring too: their queues are counted.
+    assert expected["q-plugin"] == 1 and expected["dhcp_agent"] == 1
+    assert expected["q-agent-notifier-port-update"] == 2  # an L2 agent per compute host
     assert foreign_consumers(deployment["transport"], expected) == {}
     url = "amqp://" + deployment["transport"].split("://", 1)[1]
     connection = pika.BlockingConnection(pika.URLParameters(url))

@@ -44,6 +44,7 @@ def to_dict(row) -> dict:
     values = {c.key: getattr(row, c.key) for c in row.__mapper__.column_attrs}
     if isinstance(row, Instance):
         values["metadata"] = values.pop("metadata_items") or {}
+        values["system_metadata"] = values["system_metadata"] or {}
         values["name"] = row.name
     return values
 

@@ -58,6 +58,10 @@ class Instance(TimestampMixin, SoftDeleteMixin, Base):
     key_name: Mapped[str | None] = mapped_column(String(255))
     user_data: Mapped[str | None] = mapped_column(Text)
     metadata_items: Mapped[dict] = mapped_column("metadata", JSON, default=dict)
+    # Nova's instance_system_metadata rows, as one JSON object: what the services
+    # keep about an instance for themselves (the image it booted from, and while
+    # shelved: shelved_at, shelved_image_id, shelved_host). Never shown to users.
+    system_metadata: Mapped[dict | None] = mapped_column(JSON, default=dict)
     availability_zone: Mapped[str | None] = mapped_column(String(255))
     launched_at: Mapped[datetime | None] = mapped_column(DateTime)
     terminated_at: Mapped[datetime | None] = mapped_column(DateTime)

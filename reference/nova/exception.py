@@ -15,3 +15,11 @@ class InstanceActionNotFound(exception.NotFound):
 
 class InstanceActionEventNotFound(exception.NotFound):
     msg_fmt = "Event %(event)s not found for action id %(action_id)s"
+
+
+class InstanceNotRunning(exception.Invalid):
+    msg_fmt = "Instance %(instance_id)s is not running."
+
+
+class UnshelveException(exception.NovaLabException):
+    msg_fmt = "Error during unshelve instance %(instance_id)s: %(reason)s"

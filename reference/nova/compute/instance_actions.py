@@ -1,8 +1,13 @@
-"""The names of instance actions (``nova/compute/instance_actions.py``), the two a boot needs.
+"""The names of instance actions (``nova/compute/instance_actions.py``) novalab records.
 
 Each is recorded by nova-api when it accepts the request, under the request id
-it answers with; ``openstack server event list`` shows them.
+it answers with; ``openstack server event list`` shows them. The spelling is
+upstream's, camel case included (``shelveOffload``, ``createImage``).
 """
 
 CREATE = "create"
 DELETE = "delete"
+SHELVE = "shelve"
+SHELVE_OFFLOAD = "shelveOffload"
+UNSHELVE = "unshelve"
+CREATE_IMAGE = "createImage"

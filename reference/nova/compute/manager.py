@@ -17,7 +17,8 @@ Every read and save of the instance is an RPC call to the conductor: compute
 hosts never open the database. Any failure ends the instance in ERROR with a
 fault, so it never stays in BUILD. Builds and deletes are recorded as events of
 the request's instance action (``openstack server event show``), also through
-the conductor; see ``nova/compute/utils.py``.
+the conductor; see ``nova/compute/utils.py``. Snapshots, shelve, offload,
+unshelve and start are in ``shelve.py``, a mixin of this class.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from novalab.reference.common.db import utcnow
 from novalab.reference.common.faults import NO_FAULTS
 from novalab.reference.nova.compute import power_state, task_states, vm_states
 from novalab.reference.nova.compute.instance_events import ComputeVirtAPI, InstanceEvents
+from novalab.reference.nova.compute.shelve import ShelveMixin
 from novalab.reference.nova.compute.utils import EventReporter, wrap_instance_event
 from novalab.reference.nova.conductor.rpcapi import ConductorAPI
 from novalab.tracing import attributes as attr
@@ -76,7 +78,7 @@ def blank_volume_name(instance: dict) -> str:
     return f"{instance['uuid']}-blank-vol"
 
 
-class ComputeManager:
+class ComputeManager(ShelveMixin):
     def __init__(self, host: str, driver, conductor_api: ConductorAPI, tracer, *,
                  nodename: str | None = None, max_concurrent_builds: int = 10,
                  report_interval: float = REPORT_INTERVAL, network_api=None,

@@ -1,8 +1,10 @@
 """Client side of the compute RPC API (``nova/compute/rpcapi.py``).
 
 Messages to a compute host go to the ``compute.<host>`` queue: ``prepare(server=host)``
-picks the one host that must do the work. Both methods here are *casts*: the
+picks the one host that must do the work. Every method here is a *cast*: the
 sender does not wait, the instance's state in the database tells the outcome.
+An action on a server that has a host goes to that host (``instance["host"]``);
+``build_and_run_instance`` and ``unshelve_instance`` go where the scheduler chose.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from novalab.reference.rpc import RPCClient, Target
 from novalab.tracing.spans import upstream
 
 TOPIC = "compute"
+_RPCAPI = "nova/compute/rpcapi.py"
 
 
 class ComputeAPI:
@@ -38,3 +41,35 @@ class ComputeAPI:
                                 host: str) -> None:
         self.client.prepare(server=host).cast(ctxt, "external_instance_event",
                                               instances=instances, events=events)
+
+    # Snapshot, shelve, unshelve: to the host the instance is on (or is going to).
+
+    @upstream(_RPCAPI, "ComputeAPI.snapshot_instance")
+    def snapshot_instance(self, ctxt, instance: dict, image_id: str) -> None:
+        self.client.prepare(server=instance["host"]).cast(
+            ctxt, "snapshot_instance", instance=instance, image_id=image_id)
+
+    @upstream(_RPCAPI, "ComputeAPI.shelve_instance")
+    def shelve_instance(self, ctxt, instance: dict, image_id: str,
+                        clean_shutdown: bool = True) -> None:
+        self.client.prepare(server=instance["host"]).cast(
+            ctxt, "shelve_instance", instance=instance, image_id=image_id,
+            clean_shutdown=clean_shutdown)
+
+    @upstream(_RPCAPI, "ComputeAPI.shelve_offload_instance")
+    def shelve_offload_instance(self, ctxt, instance: dict, clean_shutdown: bool = True) -> None:
+        self.client.prepare(server=instance["host"]).cast(
+            ctxt, "shelve_offload_instance", instance=instance, clean_shutdown=clean_shutdown)
+
+    @upstream(_RPCAPI, "ComputeAPI.unshelve_instance")
+    def unshelve_instance(self, ctxt, instance: dict, host: str, request_spec: dict,
+                          image: dict | None = None, filter_properties: dict | None = None,
+                          node: str | None = None) -> None:
+        self.client.prepare(server=host).cast(
+            ctxt, "unshelve_instance", instance=instance, image=image,
+            filter_properties=filter_properties, node=node, request_spec=request_spec)
+
+    @upstream(_RPCAPI, "ComputeAPI.start_instance")
+    def start_instance(self, ctxt, instance: dict) -> None:
+        self.client.prepare(server=instance["host"]).cast(ctxt, "start_instance",
+                                                          instance=instance)

@@ -2,6 +2,14 @@
 
 A boot walks SCHEDULING -> None (on the host) -> NETWORKING -> BLOCK_DEVICE_MAPPING
 -> SPAWNING -> None, each step saved through the conductor.
+
+A snapshot (``createImage``) walks IMAGE_SNAPSHOT_PENDING (nova-api) ->
+IMAGE_SNAPSHOT (the host) -> IMAGE_PENDING_UPLOAD -> IMAGE_UPLOADING (the driver)
+-> None. A shelve walks SHELVING -> SHELVING_IMAGE_PENDING_UPLOAD ->
+SHELVING_IMAGE_UPLOADING (the same driver steps, renamed by the manager) -> None
+in vm_state SHELVED, or SHELVING_OFFLOADING -> None in SHELVED_OFFLOADED. An
+unshelve walks UNSHELVING (nova-api) -> POWERING_ON (back on its host) or
+SPAWNING (on the host the scheduler chose) -> None in ACTIVE.
 """
 
 SCHEDULING = "scheduling"
@@ -9,3 +17,16 @@ BLOCK_DEVICE_MAPPING = "block_device_mapping"
 NETWORKING = "networking"
 SPAWNING = "spawning"
 DELETING = "deleting"
+
+IMAGE_SNAPSHOT = "image_snapshot"
+IMAGE_SNAPSHOT_PENDING = "image_snapshot_pending"
+IMAGE_PENDING_UPLOAD = "image_pending_upload"
+IMAGE_UPLOADING = "image_uploading"
+
+POWERING_ON = "powering-on"
+
+SHELVING = "shelving"
+SHELVING_IMAGE_PENDING_UPLOAD = "shelving_image_pending_upload"
+SHELVING_IMAGE_UPLOADING = "shelving_image_uploading"
+SHELVING_OFFLOADING = "shelving_offloading"
+UNSHELVING = "unshelving"

@@ -81,3 +81,16 @@ class ConductorAPI:
 
     def service_report(self, ctxt, service_id: int) -> dict:
         return self.client.call(ctxt, "service_report", service_id=service_id)
+
+
+class ComputeTaskAPI:
+    """nova-api's way to the conductor's tasks (``nova/conductor/rpcapi.py``): casts."""
+
+    def __init__(self, transport, tracer):
+        self.tracer = tracer
+        self.client = RPCClient(transport, Target(topic=TOPIC), tracer=tracer)
+
+    @upstream(_CONDUCTOR_RPCAPI, "ComputeTaskAPI.unshelve_instance", ref="newton-eol")
+    def unshelve_instance(self, ctxt, instance: dict, request_spec: dict) -> None:
+        self.client.cast(ctxt, "unshelve_instance", instance=instance,
+                         request_spec=request_spec)

@@ -35,6 +35,7 @@ LOG = logging.getLogger(__name__)
 NEUTRON = "nova/network/neutron.py"
 NIC_NAME_LEN = 14
 VIF_TYPE_BINDING_FAILED = "binding_failed"
+VIF_TYPE_UNBOUND = "unbound"
 DEVICE_OWNER_DHCP = "network:dhcp"
 
 
@@ -289,6 +290,50 @@ class API:
                         "meta": {"injected": False, "tenant_id": network.get("project_id"),
                                  "mtu": network.get("mtu")}},
         }
+
+    # Move: shelve-offload and unshelve ------------------------------------------------------
+
+    @upstream(NEUTRON, "API.unbind_ports")
+    def unbind_ports(self, context: RequestContext, ports: list[str], detach: bool = True) -> None:
+        """Take the ports off their host; they stay the instance's (``detach=False``).
+
+        Shelve-offload keeps the ports, and so the server's addresses, while it has
+        no host. Upstream sends ``binding:host_id: None``; novalab's Neutron takes
+        the attribute as a string, so it sends "" (unbound either way: the port
+        goes DOWN and the old host's L2 agent forgets it).
+        """
+        admin_client = self.get_client(context, admin=True)
+        for port_id in ports:
+            body: dict = {"binding:host_id": "", "binding:profile": {}}
+            if detach:
+                body.update(device_id="", device_owner="")
+            try:
+                admin_client.update_port(port_id, {"port": body})
+            except NeutronClientException as exc:
+                if exc.kwargs.get("status") != 404:
+                    raise
+                LOG.debug("Unable to unbind port %s as it no longer exists.", port_id)
+
+    @upstream(NEUTRON, "API.setup_instance_network_on_host")
+    def setup_instance_network_on_host(self, context: RequestContext, instance: dict,
+                                       host: str) -> None:
+        self._update_port_binding_for_instance(context, instance, host)
+
+    @upstream(NEUTRON, "API._update_port_binding_for_instance")
+    def _update_port_binding_for_instance(self, context, instance: dict, host: str) -> None:
+        """Bind each of the instance's ports to ``host`` unless it is bound there already.
+
+        The new binding makes Neutron wire the port on that host (its L2 agent), and
+        the port's return to ACTIVE is the ``network-vif-plugged`` a spawn waits for.
+        """
+        admin_client = self.get_client(context, admin=True)
+        zone = f"compute:{instance.get('availability_zone') or 'nova'}"
+        failed = (VIF_TYPE_UNBOUND, VIF_TYPE_BINDING_FAILED)
+        for port in admin_client.list("ports", device_id=instance["uuid"],
+                                      tenant_id=instance["project_id"]):
+            if port.get("binding:host_id") != host or port.get("binding:vif_type") in failed:
+                self._update_port(admin_client, instance, port["id"], {"port": {
+                    "binding:host_id": host, "device_owner": zone}})
 
     # Free --------------------------------------------------------------------------------
 

@@ -94,6 +94,24 @@ class SchedulerManager:
                 requested_networks=requested_networks,
                 block_device_mapping=block_device_mapping, node=dest["nodename"])
 
+    @upstream("nova/scheduler/manager.py", "SchedulerManager.select_destinations",
+              ref="newton-eol")
+    def select_destinations(self, context, request_spec: dict,
+                            filter_properties: dict) -> list[dict]:
+        """RPC endpoint (call): hosts for the request's instances, chosen and claimed.
+
+        The same filters and weighers as ``run_instance``, under the same lock; the
+        chosen host is saved on each instance before the answer goes back, the
+        claim that keeps a boot racing this request off the same free memory
+        (upstream's compute host claims it when it builds). ``NoValidHost`` goes
+        back to the caller.
+        """
+        with self._claim_lock:
+            destinations = self.driver.select_destinations(context, request_spec)
+            for uuid, dest in zip(request_spec["instance_uuids"], destinations, strict=True):
+                self._instance_update_db(context, uuid, dest)
+        return [dict(dest, limits={}) for dest in destinations]
+
     @upstream("nova/scheduler/driver.py", "instance_update_db", ref="grizzly-eol")
     def _instance_update_db(self, context, instance_uuid: str, dest: dict) -> dict:
         """Save the chosen host on the instance (step 11)."""

@@ -7,6 +7,9 @@ conductor's ``build_instances``, which still cast ``run_instance``; since Juno
 the conductor instead *calls* ``select_destinations`` and casts
 ``build_and_run_instance`` to the host itself. novalab keeps the classic cast and
 runs ``select_destinations`` inside the scheduler (see ``docs/decisions.md``).
+
+``select_destinations`` is also an endpoint, *called* (the caller waits for the
+hosts): the conductor asks it where a SHELVED_OFFLOADED server unshelves.
 """
 
 from __future__ import annotations
@@ -29,3 +32,9 @@ class SchedulerAPI:
                          filter_properties=filter_properties,
                          requested_networks=requested_networks,
                          block_device_mapping=block_device_mapping)
+
+    @upstream("nova/scheduler/rpcapi.py", "SchedulerAPI.select_destinations", ref="newton-eol")
+    def select_destinations(self, ctxt, request_spec: dict, filter_properties: dict) -> list:
+        """One ``{"host", "nodename", "limits"}`` per instance of ``request_spec``."""
+        return self.client.call(ctxt, "select_destinations", request_spec=request_spec,
+                                filter_properties=filter_properties)

@@ -69,6 +69,22 @@ class ComputeDriver(abc.ABC):
     def list_instances(self) -> list[str]:
         """Names of every guest the hypervisor knows, running or not."""
 
+    def snapshot(self, context, instance: dict, image_id: str, update_task_state) -> None:
+        """Copy the guest's root disk into the (queued) image ``image_id``.
+
+        ``update_task_state(task_state=..., expected_state=...)`` saves each step
+        (``image_pending_upload``, ``image_uploading``) through the manager.
+        """
+        raise NotImplementedError()
+
+    def power_off(self, instance: dict, timeout: int = 0, retry_interval: int = 0) -> None:
+        """Stop the guest: ask it to shut down for up to ``timeout`` s, then pull the plug."""
+        raise NotImplementedError()
+
+    def power_on(self, context, instance: dict, network_info, block_device_info=None) -> None:
+        """Start a stopped guest again."""
+        raise NotImplementedError()
+
     def instance_exists(self, instance: dict) -> bool:
         """Whether the hypervisor knows this guest; drivers may check more cheaply."""
         return instance["name"] in self.list_instances()

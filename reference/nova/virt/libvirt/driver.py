@@ -14,19 +14,23 @@ classic names, so their spans link to the ``ussuri-eol`` tag.
 from __future__ import annotations
 
 import datetime
+import errno
 import hashlib
 import importlib.metadata
 import json
 import os
 import shutil
+import tempfile
 import threading
 import time
+import xml.etree.ElementTree as ET
 
 import libvirt
 from opentelemetry import trace
 
 from novalab.reference.common import exception
-from novalab.reference.nova.compute import power_state
+from novalab.reference.nova import exception as nova_exception
+from novalab.reference.nova.compute import power_state, task_states
 from novalab.reference.nova.compute.instance_events import ComputeVirtAPI, InstanceEvents
 from novalab.reference.nova.virt import driver
 from novalab.reference.nova.virt.libvirt import config as vconfig
@@ -40,6 +44,7 @@ CLASSIC = "ussuri-eol"  # last upstream tag with the _create_domain* names
 GiB = 1024 ** 3
 ROOT_DEVICE_NAME = "/dev/vda"
 NIC_NAME_LEN = 14  # NIC_NAME_LEN in nova/network/model.py (Linux allows 15 characters)
+CLEAN_SHUTDOWN_POLL = 0.5  # seconds between looks at a guest asked to shut down
 
 
 def _package_version() -> str:
@@ -343,6 +348,119 @@ class LibvirtDriver(driver.ComputeDriver):
         raise exception.InstanceDeployFailure(
             reason=f"instance {instance['uuid']} did not reach RUNNING")
 
+    # --- power ---------------------------------------------------------------------------
+
+    @upstream(PATH, "LibvirtDriver.power_off")
+    def power_off(self, instance, timeout=0, retry_interval=0):
+        """Shut the guest down cleanly if it does so within ``timeout`` s, else destroy it.
+
+        The definition and the disks stay: a powered-off guest can start again.
+        """
+        if timeout and self._clean_shutdown(instance, timeout, retry_interval):
+            return
+        self._destroy(instance)
+
+    @upstream(PATH, "LibvirtDriver._clean_shutdown")
+    def _clean_shutdown(self, instance, timeout, retry_interval) -> bool:
+        """``virDomainShutdown`` (an ACPI power button), then wait for SHUTDOWN.
+
+        Upstream presses the button again every ``retry_interval`` s; novalab
+        presses it once and looks every ``CLEAN_SHUTDOWN_POLL`` s.
+        """
+        try:
+            guest = self._host.get_guest(instance)
+        except exception.InstanceNotFound:
+            return True
+        if guest.get_power_state(self._host) != power_state.RUNNING:
+            return True
+        guest.shutdown()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if guest.get_power_state(self._host) == power_state.SHUTDOWN:
+                return True
+            time.sleep(CLEAN_SHUTDOWN_POLL)
+        return False
+
+    @upstream(PATH, "LibvirtDriver.power_on")
+    def power_on(self, context, instance, network_info, block_device_info=None):
+        """Start the defined guest again and wait until it runs.
+
+        Upstream does a hard reboot (the domain is defined again from fresh XML,
+        its volumes reconnected); novalab's guest kept its definition and its
+        volumes' connections, so it is launched as it was.
+        """
+        guest = self._host.get_guest(instance)
+        if not guest.is_active():
+            guest.launch()
+        self._wait_for_boot(instance)
+
+    # --- snapshot ------------------------------------------------------------------------
+
+    @upstream(PATH, "LibvirtDriver.snapshot")
+    def snapshot(self, context, instance, image_id, update_task_state):
+        """Copy the guest's root disk into image ``image_id``, then upload it to Glance.
+
+        As upstream's "standard" snapshot (the path a file-backed disk takes, since
+        only the Rbd backend has a ``direct_snapshot``): find the root disk in the
+        domain XML, extract it into ``snapshots/`` (``image_pending_upload``), then
+        upload it (``image_uploading``). A running guest is copied as it runs;
+        upstream copies a live disk with libvirt's ``blockRebase`` (a live snapshot),
+        here nothing writes to the disk of a test-hypervisor guest. Upstream also
+        sets the image's ``disk_format`` and properties as it uploads (a PATCH);
+        novalab's Glance has no PATCH yet, so nova-api set them at create.
+        """
+        try:
+            guest = self._host.get_guest(instance)
+        except exception.InstanceNotFound as exc:
+            raise nova_exception.InstanceNotRunning(instance_id=instance["uuid"]) from exc
+        disk_path, _source_format = self._find_disk(guest)
+        update_task_state(task_state=task_states.IMAGE_PENDING_UPLOAD)
+        snapshot_directory = os.path.join(self.instances_path, "snapshots")
+        os.makedirs(snapshot_directory, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=snapshot_directory) as tmpdir:
+            out_path = os.path.join(tmpdir, image_id)
+            self._snapshot_extract(disk_path, out_path)
+            update_task_state(task_state=task_states.IMAGE_UPLOADING,
+                              expected_state=task_states.IMAGE_PENDING_UPLOAD)
+            with open(out_path, "rb") as image_file:
+                self.image_fetcher.image_api.upload_data(context, image_id, image_file)
+
+    @staticmethod
+    def _find_disk(guest) -> tuple[str, str]:
+        """The root disk's file and format, from the domain XML (``libvirt_utils.find_disk``).
+
+        A guest booted from a volume has no such file: there is nothing to copy.
+        """
+        root = ET.fromstring(guest.get_xml_desc())
+        for disk in root.findall("./devices/disk"):
+            source = disk.find("source")
+            if source is not None and source.get("file"):
+                driver_node = disk.find("driver")
+                fmt = driver_node.get("type") if driver_node is not None else "raw"
+                return source.get("file"), fmt or "raw"
+        raise exception.InstanceDeployFailure(reason="the guest has no local root disk to "
+                                                     "snapshot (it boots from a volume)")
+
+    @upstream("nova/virt/libvirt/imagebackend.py", "Flat.snapshot_extract")
+    def _snapshot_extract(self, disk_path: str, out_path: str) -> int:
+        """Copy the raw disk's data, not its unallocated tail; returns the bytes copied.
+
+        Upstream runs ``qemu-img convert``; a raw disk grown sparsely to the
+        flavor's size (``_create_image``) would upload gigabytes of zeros, so
+        novalab copies up to the end of its last allocated extent (a boot from
+        the snapshot grows it again).
+        """
+        length = _allocated_length(disk_path)
+        with open(disk_path, "rb") as source, open(out_path, "wb") as out:
+            remaining = length
+            while remaining:
+                chunk = source.read(min(remaining, 1 << 20))
+                if not chunk:
+                    break
+                out.write(chunk)
+                remaining -= len(chunk)
+        return length - remaining
+
     # --- destroy -------------------------------------------------------------------------
 
     @upstream(PATH, "LibvirtDriver.destroy")
@@ -452,3 +570,21 @@ class LibvirtDriver(driver.ComputeDriver):
         """[arch, hypervisor type, vm mode] for every guest kind libvirt offers."""
         return [[g.arch, domain_type.lower(), g.ostype.lower()]
                 for g in caps.guests for domain_type in g.domains]
+
+
+def _allocated_length(path: str) -> int:
+    """Where the file's last data extent ends (its size if holes cannot be seen)."""
+    end = 0
+    with open(path, "rb") as handle:
+        fd = handle.fileno()
+        size = os.fstat(fd).st_size
+        offset = 0
+        try:
+            while offset < size:
+                start = os.lseek(fd, offset, os.SEEK_DATA)
+                offset = os.lseek(fd, start, os.SEEK_HOLE)
+                end = offset
+        except OSError as exc:  # ENXIO: no data after offset; other errors: no hole support
+            if exc.errno != errno.ENXIO:
+                return size
+    return end

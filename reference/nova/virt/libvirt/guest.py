@@ -78,6 +78,10 @@ class Guest:
         """Let a paused guest run (``virDomainResume``)."""
         self._domain.resume()
 
+    def get_xml_desc(self) -> str:
+        """The live domain XML (``virDomainGetXMLDesc``)."""
+        return self._domain.XMLDesc(0)
+
     def get_domain_info(self) -> list:
         """``virDomainGetInfo``: [state, max memory KiB, memory KiB, vCPUs, CPU time ns]."""
         return self._domain.info()
@@ -91,6 +95,10 @@ class Guest:
 
     def is_active(self) -> bool:
         return bool(self._domain.isActive())
+
+    def shutdown(self) -> None:
+        """Ask the guest OS to shut down (``virDomainShutdown``, an ACPI power button)."""
+        self._domain.shutdown()
 
     def poweroff(self) -> None:
         """Pull the plug (``virDomainDestroy``): the definition stays, the process goes."""

@@ -1,8 +1,9 @@
 """Who may do what (``nova/policies/*.py`` defaults), on the common evaluator.
 
 Nova's secure-RBAC defaults, compacted: a project's readers list and show its
-servers, its members create and delete them, admins reach every project's; only
-services (Neutron, Cinder) and admins send external events. Reading another
+servers, its members create, delete, snapshot, shelve and unshelve them, admins
+reach every project's; only admins offload a shelved server; only services
+(Neutron, Cinder) and admins send external events. Reading another
 project's server is not a 403 but a 404: the database lookup itself is scoped
 to the caller's project, so the server simply does not exist for them.
 """
@@ -21,6 +22,11 @@ RULES = {
     "os_compute_api:servers:index:get_all_tenants": policy.ADMIN,
     "os_compute_api:servers:detail:get_all_tenants": policy.ADMIN,
     "os_compute_api:os-extended-server-attributes": policy.ADMIN,
+    # nova/policies/servers.py and shelve.py: the server actions novalab has.
+    "os_compute_api:servers:create_image": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:os-shelve:shelve": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:os-shelve:unshelve": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:os-shelve:shelve_offload": policy.ADMIN,
     # nova/policies/instance_actions.py: the server's project reads its actions and
     # their events; the events' tracebacks are for admins.
     "os_compute_api:os-instance-actions:list": policy.PROJECT_READER_OR_ADMIN,

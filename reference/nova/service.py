@@ -22,8 +22,9 @@ from novalab.reference.nova.api.app import create_app as create_nova_app
 from novalab.reference.nova.compute.api import API as ComputeAPI
 from novalab.reference.nova.compute.manager import ComputeManager
 from novalab.reference.nova.compute.rpcapi import ComputeAPI as ComputeRPCAPI
-from novalab.reference.nova.conductor.manager import ConductorManager
-from novalab.reference.nova.conductor.rpcapi import ConductorAPI
+from novalab.reference.nova.compute.shelve import shelved_offload_time
+from novalab.reference.nova.conductor.manager import ComputeTaskManager, ConductorManager
+from novalab.reference.nova.conductor.rpcapi import ComputeTaskAPI, ConductorAPI
 from novalab.reference.nova.image.glance import GlanceImageServiceV2
 from novalab.reference.nova.network.neutron import API as NeutronAPI
 from novalab.reference.nova.scheduler import conf as scheduler_conf
@@ -44,20 +45,36 @@ def nova_api(w: Wiring) -> ComputeAPI:
     transport = w.transport()
     http = w.http(service)
     volume_api = CinderAPI(w.urls["cinder"], http, tracer) if "cinder" in w.urls else None
+    auth = w.auth(service, "nova")
+    # Deleting a shelve-offloaded server frees its ports here: no host has it.
+    network_api = NeutronAPI(w.urls["neutron"], http, tracer,
+                             admin_token=auth.service_token) if "neutron" in w.urls else None
     compute_api = ComputeAPI(
         db, GlanceImageServiceV2(w.urls["glance"], http, tracer),
         SchedulerAPI(transport, tracer), ComputeRPCAPI(transport, tracer), tracer,
-        volume_api=volume_api)
-    w.serve(create_nova_app(db, compute_api, w.auth(service, "nova"), tracer,
+        volume_api=volume_api, compute_task_api=ComputeTaskAPI(transport, tracer),
+        network_api=network_api)
+    w.serve(create_nova_app(db, compute_api, auth, tracer,
                             tracer_provider=w.provider(service)), service, "nova")
     return compute_api
 
 
 def nova_conductor(w: Wiring, host: str = CONTROLLER) -> ConductorManager:
-    """The only nova service besides api and scheduler with a database handle."""
-    tracer = w.tracer("nova-conductor")
-    manager = ConductorManager(w.database("nova-conductor"), tracer)
-    w.rpc_server("conductor", host, [manager], tracer)
+    """The only nova service besides api and scheduler with a database handle.
+
+    Two endpoints on one topic, as upstream: the database work compute hosts ask
+    for, and the tasks that need the scheduler first (unshelve).
+    """
+    service = "nova-conductor"
+    tracer = w.tracer(service)
+    db = w.database(service)
+    transport = w.transport()
+    manager = ConductorManager(db, tracer)
+    tasks = ComputeTaskManager(db, GlanceImageServiceV2(w.urls["glance"], w.http(service),
+                                                        tracer),
+                               SchedulerAPI(transport, tracer), ComputeRPCAPI(transport, tracer),
+                               tracer, host)
+    w.rpc_server("conductor", host, [manager, tasks], tracer)
     return manager
 
 
@@ -121,6 +138,9 @@ def nova_compute(w: Wiring, host: str, guests: GuestBoots | None = None) -> Comp
                              report_interval=w.config.report_interval,
                              network_api=network_api, volume_api=volume_api,
                              faults=w.faults, reportclient=reportclient)
+    manager.image_api = image_api
+    manager.shelved_offload_time = shelved_offload_time(
+        scheduler_conf.conf_path(w.config.state_dir))
     if "neutron" in w.urls:
         neutron_l2_agent(w, host)
     w.rpc_server("compute", host, [manager], tracer)

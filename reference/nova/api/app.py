@@ -12,11 +12,13 @@ from novalab.reference.common.wsgi import (
 )
 from novalab.reference.keystone.middleware import AuthProtocol
 from novalab.reference.nova.api import (
+    actions,
     flavors,
     instance_actions,
     quota_sets,
     server_external_events,
     servers,
+    shelve,
     versions,
 )
 from novalab.reference.nova.compute.api import API as ComputeAPI
@@ -35,7 +37,10 @@ def create_app(db: Database, compute_api: ComputeAPI, auth: AuthProtocol, tracer
                             request_id_headers=(REQUEST_ID_HEADER, COMPUTE_REQUEST_ID_HEADER))
     versions.install(app)
     auth.install(app, public_paths=("", "/v2.1"))
-    servers.register(app, servers.ServersController(db, compute_api, tracer))
+    servers_controller = servers.ServersController(db, compute_api, tracer)
+    servers.register(app, servers_controller)
+    # POST /servers/{id}/action: each controller's @action methods, by the body's key.
+    actions.register(app, servers_controller, shelve.ShelveController(compute_api, tracer))
     flavors.register(app, flavors.FlavorsController(db))
     instance_actions.register(app, instance_actions.InstanceActionsController(
         compute_api, InstanceActionAPI(db, tracer), tracer))

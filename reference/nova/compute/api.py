@@ -7,10 +7,16 @@ request id the API answers with, and casts the request to the scheduler (step
 6). It returns as soon as the message is sent; the build itself happens
 elsewhere. ``InstanceActionAPI`` reads the actions back for
 ``os-instance-actions``.
+
+The server actions (``snapshot``, ``shelve``, ``shelve_offload``, ``unshelve``)
+check the instance's state first (``@check_instance_state``: a 409 otherwise),
+save the task state they start with, record the action and cast; the work
+happens on the compute host, or through the conductor for ``unshelve``.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import traceback
 import uuid
@@ -22,6 +28,7 @@ from novalab.reference.common.context import RequestContext
 from novalab.reference.common.db import Database
 from novalab.reference.common.quota import OverQuota
 from novalab.reference.nova import quota
+from novalab.reference.nova import utils as nova_utils
 from novalab.reference.nova.compute import instance_actions, power_state, task_states, vm_states
 from novalab.reference.nova.compute import utils as compute_utils
 from novalab.reference.nova.compute.rpcapi import ComputeAPI
@@ -35,15 +42,49 @@ LOG = logging.getLogger(__name__)
 _API = "nova/compute/api.py"
 # CONF.default_availability_zone: the zone of every compute host not in an aggregate.
 DEFAULT_AVAILABILITY_ZONE = "nova"
+# What a snapshot must not inherit from the server's image (compute/utils.py's
+# NON_INHERITABLE_IMAGE_PROPERTIES and CONF.non_inheritable_image_properties).
+NON_INHERITABLE_IMAGE_PROPERTIES = frozenset((
+    "cinder_encryption_key_id", "cinder_encryption_key_deletion_policy", "img_signature",
+    "img_signature_hash_method", "img_signature_key_type", "img_signature_certificate_uuid",
+    "cache_in_nova", "bittorrent"))
+NON_INHERITABLE_IMAGE_NAMESPACES = ("os_glance",)
+# What novalab's libvirt driver writes a snapshot as (its disks are raw files).
+SNAPSHOT_DISK_FORMAT = "raw"
+SNAPSHOT_CONTAINER_FORMAT = "bare"
+
+
+def check_instance_state(vm_state=None, task_state=(None,), must_have_launched=True):
+    """Refuse (``InstanceInvalidState``, a 409) an instance in another state."""
+
+    def outer(function):
+        @functools.wraps(function)
+        def inner(self, context, instance, *args, **kwargs):
+            for attr_name, allowed in (("vm_state", vm_state), ("task_state", task_state)):
+                if allowed is not None and instance[attr_name] not in allowed:
+                    raise exception.InstanceInvalidState(
+                        attr=attr_name, instance_uuid=instance["uuid"],
+                        state=instance[attr_name], method=function.__name__)
+            if must_have_launched and not instance.get("launched_at"):
+                raise exception.InstanceInvalidState(
+                    attr="launched_at", instance_uuid=instance["uuid"], state=None,
+                    method=function.__name__)
+            return function(self, context, instance, *args, **kwargs)
+
+        return inner
+
+    return outer
 
 
 class API:
     def __init__(self, db: Database, image_api: GlanceImageServiceV2,
                  scheduler_rpcapi: SchedulerAPI, compute_rpcapi: ComputeAPI, tracer,
-                 volume_api=None):
+                 volume_api=None, compute_task_api=None, network_api=None):
         self.db = db
         self.quotas = quota.compute_quotas(db)
         self.volume_api = volume_api
+        self.network_api = network_api
+        self.compute_task_api = compute_task_api
         self.image_api = image_api
         self.scheduler_rpcapi = scheduler_rpcapi
         self.compute_rpcapi = compute_rpcapi
@@ -226,6 +267,10 @@ class API:
                     "power_state": power_state.NOSTATE, "metadata": metadata or {},
                     "key_name": key_name, "user_data": user_data,
                     "availability_zone": availability_zone,
+                    # What the server remembers of its image (nova/utils.py).
+                    "system_metadata": dict(
+                        nova_utils.get_system_metadata_from_image(image, flavor),
+                        image_base_image_ref=image["id"]),
                 })
                 instances.append(instance)
                 span = trace.get_current_span()
@@ -278,10 +323,16 @@ class API:
 
     @upstream(_API, "API._local_delete")
     def _local_delete(self, context, instance: dict) -> None:
-        """No host ever took the instance: give back its volume reservations, then delete."""
+        """No host has the instance: give back its volumes (and, for one shelve-offloaded,
+        its ports: it had some), then delete."""
+        offloaded = instance["vm_state"] == vm_states.SHELVED_OFFLOADED
+        if offloaded and self.network_api is not None:
+            self.network_api.deallocate_for_instance(context, instance)
         for bdm in db_api.block_device_mapping_get_all_by_instance(self.db, instance["uuid"]):
             if bdm.get("attachment_id") and self.volume_api is not None:
                 self.volume_api.attachment_delete(context, bdm["attachment_id"])
+                if offloaded and bdm.get("delete_on_termination") and bdm.get("volume_id"):
+                    self.volume_api.delete(context, bdm["volume_id"])
         db_api.block_device_mapping_destroy_by_instance(self.db, instance["uuid"])
         db_api.instance_destroy(self.db, instance["uuid"])
 
@@ -304,7 +355,12 @@ class API:
 
     @upstream(_API, "API.delete")
     def delete(self, context: RequestContext, instance: dict) -> None:
-        """Not yet on a host: delete here (``_local_delete``); else ask the host."""
+        """Not yet (or no longer) on a host: delete here (``_local_delete``); else ask the
+        host. A shelved server's snapshot goes first."""
+        if instance["vm_state"] in (vm_states.SHELVED, vm_states.SHELVED_OFFLOADED):
+            snapshot_id = (instance.get("system_metadata") or {}).get("shelved_image_id")
+            if snapshot_id:
+                self._delete_image(context, snapshot_id)
         if not instance["host"]:
             self._local_delete(context, instance)
             self._record_action_start(context, instance, instance_actions.DELETE)
@@ -313,6 +369,169 @@ class API:
             self.db, instance["uuid"], {"task_state": task_states.DELETING})
         self._record_action_start(context, instance, instance_actions.DELETE)
         self.compute_rpcapi.terminate_instance(context, instance=instance, host=instance["host"])
+
+
+    # Server actions: snapshot, shelve, shelve_offload, unshelve -----------------------
+
+    @upstream(_API, "API.snapshot")
+    @check_instance_state(vm_state=[vm_states.ACTIVE, vm_states.STOPPED, vm_states.PAUSED,
+                                    vm_states.SUSPENDED])
+    def snapshot(self, context: RequestContext, instance: dict, name: str,
+                 extra_properties: dict | None = None) -> dict:
+        """``createImage``: a queued image now, its data from the host later."""
+        image_meta = self.create_image(context, instance, name, "snapshot", extra_properties)
+        try:
+            instance = db_api.instance_update(
+                self.db, instance["uuid"], {"task_state": task_states.IMAGE_SNAPSHOT_PENDING},
+                expected_task_state=[None])
+        except (exception.InstanceNotFound, exception.UnexpectedTaskStateError) as exc:
+            # Another request got there first: its image would stay queued forever.
+            self._delete_image(context, image_meta["id"])
+            if isinstance(exc, exception.InstanceNotFound):
+                raise exception.InstanceInvalidState(
+                    attr="vm_state", instance_uuid=instance["uuid"], state=vm_states.DELETED,
+                    method="snapshot") from exc
+            raise
+        self._record_action_start(context, instance, instance_actions.CREATE_IMAGE)
+        self._cast_or_revert(context, instance, image_meta["id"],
+                             self.compute_rpcapi.snapshot_instance, context, instance,
+                             image_meta["id"])
+        return image_meta
+
+    @upstream(_API, "API.shelve")
+    @check_instance_state(vm_state=[vm_states.ACTIVE, vm_states.STOPPED, vm_states.PAUSED,
+                                    vm_states.SUSPENDED])
+    def shelve(self, context: RequestContext, instance: dict,
+               clean_shutdown: bool = True) -> None:
+        """Snapshot to ``<name>-shelved`` and power off on the host; a volume-backed
+        server (nothing local to keep) goes straight to the offload."""
+        system_metadata = dict(instance.get("system_metadata") or {})
+        system_metadata.setdefault("image_base_image_ref", instance["image_ref"])
+        instance = db_api.instance_update(
+            self.db, instance["uuid"],
+            {"task_state": task_states.SHELVING, "system_metadata": system_metadata},
+            expected_task_state=[None])
+        self._record_action_start(context, instance, instance_actions.SHELVE)
+        if self._is_volume_backed_instance(instance):
+            self._cast_or_revert(context, instance, None,
+                                 self.compute_rpcapi.shelve_offload_instance, context,
+                                 instance, clean_shutdown)
+            return
+        try:
+            image_meta = self.create_image(context, instance,
+                                           f"{instance['display_name']}-shelved", "snapshot")
+        except Exception:
+            self._revert_task_state(instance)
+            raise
+        self._cast_or_revert(context, instance, image_meta["id"],
+                             self.compute_rpcapi.shelve_instance, context, instance,
+                             image_meta["id"], clean_shutdown)
+
+    @upstream(_API, "API.shelve_offload")
+    @check_instance_state(vm_state=[vm_states.SHELVED])
+    def shelve_offload(self, context: RequestContext, instance: dict,
+                       clean_shutdown: bool = True) -> None:
+        instance = db_api.instance_update(
+            self.db, instance["uuid"], {"task_state": task_states.SHELVING_OFFLOADING},
+            expected_task_state=[None])
+        self._record_action_start(context, instance, instance_actions.SHELVE_OFFLOAD)
+        self._cast_or_revert(context, instance, None,
+                             self.compute_rpcapi.shelve_offload_instance, context, instance,
+                             clean_shutdown)
+
+    @upstream(_API, "API.unshelve")
+    @check_instance_state(vm_state=[vm_states.SHELVED, vm_states.SHELVED_OFFLOADED])
+    def unshelve(self, context: RequestContext, instance: dict) -> None:
+        """Through the conductor, which decides: back on its host, or scheduled again."""
+        request_spec = self._request_spec_for(context, instance)
+        instance = db_api.instance_update(
+            self.db, instance["uuid"], {"task_state": task_states.UNSHELVING},
+            expected_task_state=[None])
+        self._record_action_start(context, instance, instance_actions.UNSHELVE)
+        self._cast_or_revert(context, instance, None, self.compute_task_api.unshelve_instance,
+                             context, instance, request_spec)
+
+    def _request_spec_for(self, context, instance: dict) -> dict:
+        """What the scheduler needs to place the server again (upstream reads the
+        ``RequestSpec`` saved at boot; novalab rebuilds it from the instance)."""
+        flavor = db_api.flavor_get_by_flavor_id(self.db, instance["flavor_id"])
+        return {"instance_uuids": [instance["uuid"]], "num_instances": 1, "flavor": flavor,
+                "image": nova_utils.get_image_from_system_metadata(
+                    instance.get("system_metadata")),
+                "project_id": instance["project_id"], "user_id": instance["user_id"],
+                "availability_zone": instance.get("availability_zone")}
+
+    def _cast_or_revert(self, context, instance: dict, image_id: str | None, cast,
+                        *args) -> None:
+        """Send the cast; if the broker cannot take it, nobody will ever clear the task
+        state, so clear it here (and delete the image made for it)."""
+        try:
+            cast(*args)
+        except Exception:
+            self._revert_task_state(instance)
+            if image_id:
+                self._delete_image(context, image_id)
+            raise
+
+    def _revert_task_state(self, instance: dict) -> None:
+        try:
+            db_api.instance_update(self.db, instance["uuid"], {"task_state": None},
+                                   expected_task_state=instance["task_state"])
+        except (exception.InstanceNotFound, exception.UnexpectedTaskStateError):
+            LOG.info("Instance %s changed meanwhile; task state left", instance["uuid"])
+
+    def _is_volume_backed_instance(self, instance: dict) -> bool:
+        """Booted from a volume (``compute_utils.is_volume_backed_instance``)."""
+        if instance.get("image_ref"):
+            return False
+        return any(bdm.get("boot_index") == 0 and bdm["destination_type"] == "volume"
+                   for bdm in db_api.block_device_mapping_get_all_by_instance(
+                       self.db, instance["uuid"]))
+
+    @upstream("nova/compute/utils.py", "create_image")
+    def create_image(self, context, instance: dict, name: str, image_type: str,
+                     extra_properties: dict | None = None) -> dict:
+        """Register the image a snapshot will fill (Glance: ``queued``, no data).
+
+        It starts from what the server remembers of its own image
+        (``initialize_instance_snapshot_metadata``), marked with the instance and
+        the kind of image. Upstream leaves ``disk_format`` and
+        ``container_format`` to the driver's upload; novalab's Glance has no PATCH
+        to set them then, so they are set here, to what the driver writes.
+        """
+        properties = {"instance_uuid": instance["uuid"], "user_id": str(context.user_id),
+                      "image_type": image_type, **(extra_properties or {})}
+        image_meta = self._initialize_instance_snapshot_metadata(context, instance, name,
+                                                                 properties)
+        image_meta.update(disk_format=SNAPSHOT_DISK_FORMAT,
+                          container_format=SNAPSHOT_CONTAINER_FORMAT)
+        return self.image_api.create(context, image_meta)
+
+    @staticmethod
+    def _initialize_instance_snapshot_metadata(context, instance: dict, name: str,
+                                               extra_properties: dict) -> dict:
+        """``compute_utils.initialize_instance_snapshot_metadata``: private to the
+        server's project, or shared when someone else (an admin) makes it."""
+        image_meta = nova_utils.get_image_from_system_metadata(instance.get("system_metadata"))
+        image_meta["name"] = name
+        if context.project_id != instance["project_id"]:
+            image_meta["visibility"] = "shared"
+            extra_properties = dict(extra_properties, instance_owner=instance["project_id"])
+        else:
+            image_meta["visibility"] = "private"
+        properties = {k: v for k, v in image_meta["properties"].items()
+                      if k not in NON_INHERITABLE_IMAGE_PROPERTIES
+                      and not k.startswith(NON_INHERITABLE_IMAGE_NAMESPACES)}
+        image_meta["properties"] = {**properties, **extra_properties}
+        return image_meta
+
+    def _delete_image(self, context, image_id: str) -> None:
+        try:
+            self.image_api.delete(context, image_id)
+        except exception.ImageNotFound:
+            pass
+        except Exception:
+            LOG.exception("Could not delete image %s", image_id)
 
 
 class InstanceActionAPI:

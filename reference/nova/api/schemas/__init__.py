@@ -1,6 +1,6 @@
 """JSON schemas of the compute API, one module per resource, as upstream's
-``nova/api/openstack/compute/schemas`` (``servers``, ``server_external_events``,
-``quota_sets``).
+``nova/api/openstack/compute/schemas`` (``servers``, ``shelve``,
+``server_external_events``, ``quota_sets``).
 
 Each body schema is checked before its controller runs (``@validation.schema``,
 ``reference/common/validation.py``); a body that breaks a rule is a 400 naming

@@ -1,4 +1,4 @@
-"""``POST /servers`` and ``GET /servers`` (``schemas/servers.py``), at microversion 2.1.
+"""``POST /servers``, ``GET /servers`` and ``createImage`` (``schemas/servers.py``), at 2.1.
 
 ``base_create`` as upstream has it: ``server`` takes no key it does not list
 (``additionalProperties: false``), ``name`` and ``flavorRef`` are required,
@@ -80,6 +80,21 @@ base_create = {
         "OS-SCH-HNT:scheduler_hints": _hints,
     },
     "required": ["server"],
+    "additionalProperties": False,
+}
+
+# The createImage action (``create_image``): a name, and metadata for the image.
+create_image = {
+    "type": "object",
+    "properties": {
+        "createImage": {
+            "type": "object",
+            "properties": {"name": types.name, "metadata": types.metadata},
+            "required": ["name"],
+            "additionalProperties": False,
+        },
+    },
+    "required": ["createImage"],
     "additionalProperties": False,
 }
 

@@ -41,7 +41,7 @@ from novalab.tracing.setup import Telemetry
 
 # The services whose routes take JSON, by the name their server thread carries.
 SERVICES = ("keystone", "glance-api", "cinder-api", "neutron-server", "nova-api",
-            "nova-api-metadata", "neutron-metadata-proxy", "ceph-rgw")
+            "nova-api-metadata", "neutron-metadata-proxy", "ceph-rgw", "placement-api")
 # Bodies across all routes (each route gets its share); NOVALAB_FUZZ_BODIES for a quick run.
 TOTAL_BODIES = int(os.environ.get("NOVALAB_FUZZ_BODIES", 11_000))
 MIN_EXAMPLES = 10           # schema-valid bodies per route, at least
@@ -57,6 +57,7 @@ KEYSTONE_STYLE = {"keystone", "glance-api"}
 NEUTRON_STYLE = {"neutron-server"}
 WEBOB_STYLE = {"nova-api-metadata", "neutron-metadata-proxy"}  # webob's "404 Not Found" page
 SWIFT_STYLE = {"ceph-rgw"}  # Swift's "<html><h1>Not Found</h1><p>...</p></html>"
+PLACEMENT_STYLE = {"placement-api"}  # {"errors": [{"status", "title", "detail", ...}]}
 
 # Counts in a schema-valid body are capped: a valid create really happens.
 CAPPED = {"min_count": 2, "max_count": 2, "size": 1, "volume_size": 1}
@@ -85,7 +86,10 @@ class Fuzzed:
 
     def request(self, method, url, token, **kwargs):
         # Cinder's attachments need microversion 3.27 or later (Nova asks for 3.44).
-        headers = {"X-Auth-Token": token, "OpenStack-API-Version": "volume 3.44",
+        # Each service reads its own microversion header: cinder's 3.44 (attachments),
+        # placement's newest, so every route it has is reachable.
+        headers = {"X-Auth-Token": token,
+                   "OpenStack-API-Version": "volume 3.44, placement 1.29",
                    **kwargs.pop("headers", {})}
         return self.http.request(method, url, headers=headers, **kwargs)
 
@@ -141,8 +145,9 @@ def _seed_resources(f: Fuzzed) -> None:
 @pytest.fixture(scope="module")
 def fuzzed(tmp_path_factory):
     telemetry = Telemetry(memory=False, otlp=False)
+    # The modern topology, so placement's routes are fuzzed too.
     config = CloudConfig(state_dir=tmp_path_factory.mktemp("fuzz") / "cloud",
-                         vif_plugging_timeout=2.0)
+                         vif_plugging_timeout=2.0, topology="modern")
     with EmbeddedCloud(config, telemetry) as cloud:
         tokens, projects = {}, {}
         for persona, (user, project) in {"admin": ("admin", "admin"),
@@ -284,6 +289,11 @@ def fault_problem(service: str, response: httpx.Response) -> str | None:
         body = response.json()
     except ValueError:
         return "not JSON"
+    if service in PLACEMENT_STYLE and status != 401:
+        errors = body.get("errors") if isinstance(body, dict) else None
+        return None if isinstance(errors, list) and errors and all(
+            isinstance(e, dict) and e.get("status") == status and isinstance(e.get("detail"), str)
+            for e in errors) else "not placement's errors"
     if not isinstance(body, dict) or len(body) != 1:
         return "not a one-key object"
     (name, inner), = body.items()

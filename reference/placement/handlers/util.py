@@ -105,9 +105,14 @@ def extract_json() -> dict:
         json.dumps(data, ensure_ascii=False).encode("utf-8")   # no lone surrogates
     except (ValueError, UnicodeError) as exc:
         raise exception.BadRequest(f"Malformed JSON: {exc}") from exc
+    except RecursionError as exc:  # thousands of nested arrays or objects
+        raise exception.BadRequest("Malformed JSON: nested too deeply") from exc
     schema = schemas.schema_for(g.body_schemas, microversion.requested())
-    best = jsonschema.exceptions.best_match(
-        validation.validator_for(schema).iter_errors(data))
+    try:
+        best = jsonschema.exceptions.best_match(
+            validation.validator_for(schema).iter_errors(data))
+    except RecursionError as exc:
+        raise exception.BadRequest("JSON does not validate: nested too deeply") from exc
     if best is not None:
         raise exception.BadRequest(f"JSON does not validate: {best.message}")
     return data

@@ -86,6 +86,8 @@ def test_a_token_is_needed_and_only_admins_and_services_may_act(env, admin, nova
     (b'{"name": "x", "color": "red"}', "Additional properties are not allowed"),
     (b'{"name": "' + b"x" * 201 + b'"}', "is too long"),
     (b'{"name": "x", "uuid": "not-a-uuid"}', "is not a 'uuid'"),
+    (b"[" * 5000, "nested too deeply"),           # the fuzz test's find: was a 500
+    (b'{"a":' * 3000, "nested too deeply"),
 ])
 def test_bad_bodies_are_400_in_placements_shape(admin, body, words):
     response = admin.request("POST", "/resource_providers", content=body,

@@ -323,9 +323,10 @@ class API:
 
     @upstream(_API, "API._local_delete")
     def _local_delete(self, context, instance: dict) -> None:
-        """No host has the instance: give back its volumes (and, for one shelve-offloaded,
-        its ports: it had some), then delete."""
-        offloaded = instance["vm_state"] == vm_states.SHELVED_OFFLOADED
+        """No host has the instance: give back its volumes, then delete. One that ran
+        once (shelve-offloaded, or in ERROR after an unshelve failed) also has ports,
+        and volumes to delete with it."""
+        offloaded = bool(instance.get("launched_at"))
         if offloaded and self.network_api is not None:
             self.network_api.deallocate_for_instance(context, instance)
         for bdm in db_api.block_device_mapping_get_all_by_instance(self.db, instance["uuid"]):

@@ -19,11 +19,13 @@ STAND_IN = "qemu rbd open"
 
 
 def _volume(ctx) -> dict:
-    name = ctx.names["volume"]
+    """The blank volume Nova made for the learner's server: ``<server id>-blank-vol``."""
+    server = ctx.require_server(ctx.names["server"], "boot it (step 1 of the guide)")
+    name = f"{server['id']}-blank-vol"
     found = ctx.api.get("volumev3", "/volumes/detail", name=name)["volumes"]
     if not found:
         raise Fail(f"no volume named {name}: boot {ctx.names['server']} with a blank volume "
-                   "(step 1 of the guide); Nova names it after the server")
+                   "(step 1 of the guide); Nova names it after the server's id")
     return found[0]
 
 
@@ -58,7 +60,7 @@ def _open(ctx):
                "booted with its volume?")
 
 
-@check("{server} is ACTIVE with {volume} attached")
+@check("{server} is ACTIVE with its blank volume attached")
 def volume_attached(ctx):
     server = ctx.require_active(ctx.names["server"], "boot it (step 1 of the guide)")
     volume = _volume(ctx)

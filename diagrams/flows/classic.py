@@ -527,18 +527,28 @@ def _device_up(q: Query):
                                 send(method="update_device_up")))
 
 
+_SETS_STATUS = re.compile(r"\bSET\b.*\bstatus\s*=", re.IGNORECASE | re.DOTALL)
+
+
+def _port_status_saved(span) -> bool:
+    """An UPDATE of neutron_ports that sets the port's status (the port going ACTIVE),
+    not another write of the same table (a failed binding, a revision bump)."""
+    return sql("UPDATE", "neutron_ports")(span) and \
+        _SETS_STATUS.search(span.get(attr.DB_QUERY_TEXT) or "") is not None
+
+
 @rule(37)
 def _save_port_state(q: Query):
     """neutron-server's first SQL UPDATE or INSERT while processing step 36's message;
-    without it, its last UPDATE of neutron_ports (the port set ACTIVE), as a fallback."""
+    without it, its last UPDATE setting a port's status in neutron_ports, as a fallback."""
     write = any_of(sql("UPDATE"), sql("INSERT"))
     for consumer in q.consumers_of(q.step(36), "Neutron-server"):
         span = q.first("Neutron-server", write, under=consumer)
         if span is not None:
             return q.found(span)
-    return q.found(q.fallback(q.last("Neutron-server", sql("UPDATE", "neutron_ports")),
+    return q.found(q.fallback(q.last("Neutron-server", _port_status_saved),
                               "no write while neutron-server took step 36's message; its "
-                              "last UPDATE of neutron_ports stands in"))
+                              "last UPDATE of a port's status stands in"))
 
 
 @rule(38)

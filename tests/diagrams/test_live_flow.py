@@ -49,3 +49,16 @@ def test_a_second_boot_of_the_image_expects_no_download_and_a_bare_boot_no_volum
     assert report.ok, [r.step.number for r in report.results if r.missing]
     assert report.summary == ("43/43 expected steps matched, 0 out of order "
                               "(15 of 58 not expected for this boot)")
+
+
+def test_a_port_that_never_went_active_has_no_step_37(cloud):
+    """Step 37 is the port saved ACTIVE. A boot whose binding failed never saves that:
+    the rule's fallback (the last UPDATE of neutron_ports) must not take another write
+    of the failing request for it (lab 10's port drill found that it did)."""
+    from novalab.reference.common.faults import Faults
+
+    Faults(cloud.config.state_dir).inject("port-binding")
+    result = boot(cloud, BootRequest(name="vm-unbound"))
+    assert result.server["status"] == "ERROR"
+    report = check(load_trace(result.spans), get_flow())
+    assert not report.result(37).matched

@@ -199,18 +199,19 @@ def test_volumes_and_boot_from_volume(cloud_env):
                        "cirros", "--boot-from-volume", "1", "--network", "private", "--wait",
                        "bfv-vm")
     assert from_image["status"] == "ACTIVE"
-    volumes = {v["Name"]: v for v in table(cloud_env, "volume", "list")}
-    assert volumes["bfv-vm-volume"]["Status"] == "in-use"
+    # Nova names no volume it makes from an image (as upstream): find it on the server.
+    attached = table(cloud_env, "server", "show", "bfv-vm")["volumes_attached"]
+    (bfv_volume,) = re.findall(r"[0-9a-f]{8}-[0-9a-f-]{27}", str(attached))
+    assert table(cloud_env, "volume", "show", bfv_volume)["status"] == "in-use"
 
     for name in ("vol-vm", "bfv-vm"):
         server_id = table(cloud_env, "server", "show", name)["id"]
         openstack(cloud_env, "server", "delete", "--wait", name)
         assert _ports_of(cloud_env, server_id) == []  # no leaked port
     # Volumes the user made, or asked to keep, outlive the server, detached.
-    volumes = {v["Name"]: v for v in table(cloud_env, "volume", "list")}
-    assert volumes["boot-vol"]["Status"] == "available"
-    assert volumes["bfv-vm-volume"]["Status"] == "available"
-    openstack(cloud_env, "volume", "delete", "boot-vol", "bfv-vm-volume")
+    assert table(cloud_env, "volume", "show", "boot-vol")["status"] == "available"
+    assert table(cloud_env, "volume", "show", bfv_volume)["status"] == "available"
+    openstack(cloud_env, "volume", "delete", "boot-vol", bfv_volume)
 
 
 def test_openstacksdk_create_wait_delete(cloud_env):

@@ -35,6 +35,8 @@ from novalab.tracing.setup import Telemetry
 
 # Cinder's attachments and messages need a microversion (3.27, 3.3); Nova asks for 3.44.
 CINDER_VERSION = "volume 3.44"
+# Each service reads its own part of the header: placement's newest version here.
+API_VERSIONS = f"{CINDER_VERSION}, placement 1.29"
 PERSONAS = ("owner", "other", "reader", "admin", "unscoped", "service")
 LOGINS = {"owner": ("demo", "demo"), "other": ("alt_demo", "alt_demo"),
           "reader": ("reader", "demo"), "admin": ("admin", "admin"),
@@ -110,7 +112,13 @@ ACTIONS = [
     Action("compute:servers:show", "nova", "GET", "/v2.1/servers/{server}", READ()),
     Action("compute:servers:delete", "nova", "DELETE", "/v2.1/servers/{fresh}", WRITE(204),
            fresh="server"),
-    # Server actions (reboot, os-stop, ...) arrive with issue 12, and their rows with them.
+    # Server actions (nova/policies/shelve.py, servers.py create_image); reboot, os-stop
+    # and the others arrive with issue 12, and their rows with them.
+    Action("compute:os-shelve:shelve", "nova", "POST", "/v2.1/servers/{fresh}/action",
+           WRITE(202), body={"shelve": None}, fresh="server"),
+    Action("compute:servers:create_image", "nova", "POST", "/v2.1/servers/{fresh}/action",
+           WRITE(202), body=lambda m, p: {"createImage": {"name": f"mx-snap-{p}"}},
+           fresh="server"),
     Action("compute:os-instance-actions:list", "nova", "GET",
            "/v2.1/servers/{server}/os-instance-actions", READ()),
     Action("compute:os-instance-actions:show", "nova", "GET",
@@ -128,7 +136,14 @@ ACTIONS = [
            NAMED_PROJECT_READ()),
     Action("compute:os-quota-sets:update", "nova", "PUT",
            "/v2.1/os-quota-sets/{owner_project}", ADMIN_ONLY(200),
-           body={"quota_set": {"instances": 12}}),
+           body={"quota_set": {"instances": 200}}),  # above any usage the cells make
+    # Placement (placement/policies/*.py): admin, and the service role nova calls with.
+    Action("placement:resource_providers:list", "placement", "GET", "/resource_providers",
+           _row(403, 403, 403, 200, 403, 200)),
+    Action("placement:resource_providers:create", "placement", "POST", "/resource_providers",
+           _row(403, 403, 403, 200, 403, 200), body=lambda m, p: {"name": f"mx-rp-{p}"}),
+    Action("placement:allocation_candidates:list", "placement", "GET",
+           "/allocation_candidates?resources=VCPU:1", _row(403, 403, 403, 200, 403, 200)),
     # Glance (glance/policies/image.py): reads need the reader role, so an unscoped or
     # service-only token reads nothing, public images included.
     Action("image:add_image", "glance", "POST", "/v2/images", CREATE(201),
@@ -269,7 +284,7 @@ class Matrix:
     def call(self, persona: str, method: str, url: str, body=None,
              content_type: str = "application/json") -> httpx.Response:
         headers = {"X-Auth-Token": self.tokens[persona], "Content-Type": content_type,
-                   "OpenStack-API-Version": CINDER_VERSION}
+                   "OpenStack-API-Version": API_VERSIONS}
         if isinstance(body, bytes):
             return self.http.request(method, url, content=body, headers=headers)
         return self.http.request(method, url, json=body, headers=headers)
@@ -378,8 +393,9 @@ class Matrix:
 
 @pytest.fixture(scope="module")
 def matrix(tmp_path_factory):
+    # The modern topology, so placement's rows are tried too.
     config = CloudConfig(state_dir=tmp_path_factory.mktemp("authz") / "cloud",
-                         vif_plugging_timeout=2.0)
+                         vif_plugging_timeout=2.0, topology="modern")
     with EmbeddedCloud(config, Telemetry(memory=False, otlp=False)) as cloud:
         m = Matrix(cloud)
         m.setup()

@@ -443,15 +443,20 @@ class ComputeManager(ShelveMixin):
             return
         bdms = self.conductor_api.block_device_mapping_get_all_by_instance(context,
                                                                             instance["uuid"])
+        volume_bdms = [b for b in bdms if b["destination_type"] == "volume"]
         attachments = [b["attachment_id"] for b in bdms if b.get("attachment_id")]
         to_delete = [b["volume_id"] for b in bdms
                      if b.get("volume_id") and b.get("delete_on_termination")]
+        # Only a mapping the build left unrecorded can hide something from us: when
+        # every one is complete (the usual delete), Cinder need not be asked.
         try:
-            attachments += [a["id"] for a in self.volume_api.attachment_get_all(
-                context, instance_id=instance["uuid"]) if a["id"] not in attachments]
-            recorded = {b["volume_id"] for b in bdms if b.get("volume_id")}
-            to_delete += [v["id"] for v in self.volume_api.get_all(
-                context, {"name": blank_volume_name(instance)}) if v["id"] not in recorded]
+            if any(not b.get("attachment_id") for b in volume_bdms):
+                attachments += [a["id"] for a in self.volume_api.attachment_get_all(
+                    context, instance_id=instance["uuid"]) if a["id"] not in attachments]
+            if any(b["source_type"] == "blank" and not b.get("volume_id") for b in volume_bdms):
+                recorded = {b["volume_id"] for b in bdms if b.get("volume_id")}
+                to_delete += [v["id"] for v in self.volume_api.get_all(
+                    context, {"name": blank_volume_name(instance)}) if v["id"] not in recorded]
         except Exception:
             LOG.exception("Could not ask Cinder what %s still holds", instance["uuid"])
         for attachment_id in attachments:

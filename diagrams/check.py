@@ -211,10 +211,14 @@ def _span_words(span: Span) -> str:
     return f"{span.service}{host} {span.kind} {what} {span.span_id}"
 
 
-def format_text(result: CheckResult) -> str:
-    """The human report: one line per step, then order problems, notes and the summary."""
+def format_text(result: CheckResult, picked: str = "") -> str:
+    """The human report: one line per step, then order problems, notes and the summary.
+
+    ``picked``: why this flow was picked from the trace (``flows.detect``), when it was.
+    """
     trace, flow = result.trace, result.flow
     lines = [f"flow {flow.name}: {flow.title}",
+             *([f"picked from the trace: {picked}"] if picked else []),
              f"trace {trace.trace_id}: {len(trace)} spans from {len(trace.services)} services "
              f"({', '.join(sorted(trace.services))})", ""]
     width = max(len(r.step.request) for r in result.results)
@@ -278,8 +282,8 @@ def _ranges(numbers) -> str:
     return ", ".join(parts)
 
 
-def to_dict(result: CheckResult) -> dict:
-    """The JSON report (``--format json``)."""
+def to_dict(result: CheckResult, picked: str = "") -> dict:
+    """The JSON report (``--format json``); ``picked`` as for ``format_text``."""
     steps = []
     for r in result.results:
         item = {"number": r.step.number, "from": r.step.source, "to": r.step.target,
@@ -302,7 +306,8 @@ def to_dict(result: CheckResult) -> dict:
                 "out_of_order": bool(r.precedes), "precedes": list(r.precedes)})
         steps.append(item)
     return {
-        "flow": result.flow.name, "trace_id": result.trace.trace_id,
+        "flow": result.flow.name, **({"picked": picked} if picked else {}),
+        "trace_id": result.trace.trace_id,
         "spans": len(result.trace), "services": sorted(result.trace.services),
         "steps": steps,
         "out_of_order": [{"step": r.step.number, "precedes": list(r.precedes)}

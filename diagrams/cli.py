@@ -3,7 +3,7 @@
 The ``novalab`` command lives in ``labs/cli.py``; it adds these with one line,
 ``register(main)``::
 
-    novalab flow check [TRACE] [--flow classic] [--format text|json] [SELECTOR]
+    novalab flow check [TRACE] [--flow NAME] [--format text|json] [SELECTOR]
     novalab diagram [TRACE] --kind sequence --format svg|html|mermaid|plantuml [--full] -o FILE
     novalab diagram [TRACE] --kind callgraph --format svg|png|dot -o FILE
     novalab export jaeger [TRACE] -o FILE
@@ -13,7 +13,9 @@ TRACE is OTLP JSON, OTLP JSON lines or Jaeger JSON; with several traces in one
 file the largest is used unless ``--trace-id`` says which. Without TRACE, a
 SELECTOR (``--server ID|NAME``, ``--request-id REQ``, ``--trace-id ID``,
 ``--latest``, optionally ``--state-dir``) finds the trace in a deployment's
-trace store (``novalab.tracing.store``). Exit codes: 0 done
+trace store (``novalab.tracing.store``). Without ``--flow``, ``flow check`` and
+``diagram`` project the trace onto the flow table it shows
+(``novalab.diagrams.flows.detect``); the text report says why. Exit codes: 0 done
 (for ``flow check``: every step matched, in order), 1 the flow check found
 missing or out-of-order steps, 2 the input could not be read.
 """
@@ -87,13 +89,25 @@ def _write(output: str | None, data: str | bytes) -> None:
     click.echo(f"wrote {path}", err=True)
 
 
-_FLOW = click.option("--flow", "flow_name", default="classic", show_default=True,
-                     type=click.Choice(sorted(FLOWS)), help="The flow to project onto.")
+_FLOW = click.option("--flow", "flow_name", default=None, type=click.Choice(sorted(FLOWS)),
+                     help="The flow table to project onto. Default: the one the trace "
+                          "shows (a span only that flow's chain makes; classic when no "
+                          "other flow recognises the trace).")
+
+
+def _pick(trace, flow_name: str | None):
+    """``(Flow, why)``: the flow named by --flow (why ""), else the one the trace shows."""
+    from novalab.diagrams.flows import detect, get_flow
+
+    if flow_name is not None:
+        return get_flow(flow_name), ""
+    name, why = detect(trace)
+    return get_flow(name), why
 
 
 @click.group("flow")
 def flow_group():
-    """Project a trace onto a flow table (the classic 58 steps)."""
+    """Project a trace onto a flow table (classic: the 58 steps; see --flow)."""
 
 
 @flow_group.command("check")
@@ -106,15 +120,17 @@ def flow_check(trace_file, flow_name, fmt, **selectors):
     causal order. Exits 0 only when all steps match, in order.
 
     TRACE is a trace file; without it, --server NAME (or --request-id, --trace-id,
-    --latest) finds the trace in the running or last deployment's trace store."""
+    --latest) finds the trace in the running or last deployment's trace store.
+    Without --flow, the table is the one the trace shows (the report says why)."""
     from novalab.diagrams.check import check, format_text, to_dict
-    from novalab.diagrams.flows import get_flow
 
-    result = check(_trace(trace_file, **selectors), get_flow(flow_name))
+    trace = _trace(trace_file, **selectors)
+    flow, picked = _pick(trace, flow_name)
+    result = check(trace, flow)
     if fmt == "json":
-        click.echo(json.dumps(to_dict(result), indent=1, sort_keys=True))
+        click.echo(json.dumps(to_dict(result, picked), indent=1, sort_keys=True))
     else:
-        click.echo(format_text(result), nl=False)
+        click.echo(format_text(result, picked), nl=False)
     sys.exit(0 if result.ok else 1)
 
 
@@ -142,8 +158,6 @@ def diagram(trace_file, kind, fmt, full, flow_name, output, **selectors):
     if fmt not in allowed:
         raise click.UsageError(f"--kind {kind} supports --format {', '.join(allowed)}")
     trace = _trace(trace_file, **selectors)
-    from novalab.diagrams.flows import get_flow
-
     if kind == "callgraph":
         from novalab.diagrams import callgraph
 
@@ -151,12 +165,13 @@ def diagram(trace_file, kind, fmt, full, flow_name, output, **selectors):
         return
     from novalab.diagrams import sequence
 
+    flow, _why = _pick(trace, flow_name)
     if full:
-        model = sequence.from_trace(trace, get_flow(flow_name))
+        model = sequence.from_trace(trace, flow)
     else:
         from novalab.diagrams.check import check
 
-        model = sequence.from_check(check(trace, get_flow(flow_name)))
+        model = sequence.from_check(check(trace, flow))
     _write(output, sequence.render(model, fmt))
 
 

@@ -5,7 +5,9 @@ and ``text``) next to the lifelines they name, whether the arrow is a call
 (``sync``), a message (``async``) or an answer (``return``), and the notes a
 learner should read where the table and a real cloud differ. ``Flow.rules``
 maps a step number to a function that finds the span standing for that step;
-see ``novalab.diagrams.flows.rules``.
+see ``novalab.diagrams.flows.rules``. ``Flow.recognise`` says how a trace shows
+that this flow's chain ran (``span_named``), so ``flow check`` can pick the
+table from the trace (``novalab.diagrams.flows.detect``).
 """
 
 from __future__ import annotations
@@ -81,6 +83,30 @@ class Condition:
     unless: Callable[[Trace], str | None]
 
 
+# What a trace shows that only this flow's chain makes ("span 'X' of nova-conductor"),
+# or None when it shows nothing of the kind.
+Recogniser = Callable[["Trace"], "str | None"]
+
+
+def span_named(name: str, service: str | None = None) -> Recogniser:
+    """A recogniser: the trace has a span called ``name`` (of ``service``, if given).
+
+    Pick a span only this flow's chain produces, named after the upstream
+    function that really ran (``ComputeTaskManager.schedule_and_build_instances``
+    for today's boot, ``ComputeManager.shelve_instance`` for shelve): the trace
+    then says which flow it is, with no flag to remember.
+    """
+
+    def recognise(trace: Trace) -> str | None:
+        for span in trace:
+            if span.name == name and (service is None or span.service == service):
+                return f"span {name!r} of {span.service} ({span.span_id})"
+        return None
+
+    recognise.__doc__ = f"A span {name!r}" + (f" of {service}" if service else "") + "."
+    return recognise
+
+
 @dataclass(frozen=True)
 class Flow:
     name: str
@@ -92,6 +118,9 @@ class Flow:
     notes: tuple[str, ...] = ()
     source: str = ""
     conditions: tuple[Condition, ...] = ()
+    # How a trace of this flow is told from the others (see span_named); None: only
+    # by name (--flow), or as the fallback (classic).
+    recognise: Recogniser | None = None
     _lifeline_by_service: dict[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self):

@@ -39,12 +39,14 @@ class InputError(click.ClickException):
 
 
 def _trace(path: str | None, trace_id: str | None, *, state_dir=None, server=None,
-           request_id=None, latest=False, timeout=10.0):
+           request_id=None, latest=False, timeout=10.0, flow_name=None):
     """The trace a command works on: from a TRACE file, or from the trace store.
 
     With a file, ``--trace-id`` picks one of its traces (default: the largest).
     Without one, the selectors name a trace in the running or last deployment's
-    store (or ``--state-dir``'s), as ``novalab trace list`` shows them.
+    store (or ``--state-dir``'s), as ``novalab trace list`` shows them; a flow
+    with its own ``select`` (shelve: a server's shelve and unshelve requests,
+    joined) finds its trace for ``--server`` and ``--request-id`` itself.
     """
     from novalab.diagrams.load import TraceFormatError, load_trace
 
@@ -52,7 +54,21 @@ def _trace(path: str | None, trace_id: str | None, *, state_dir=None, server=Non
         if not any((server, request_id, trace_id, latest)):
             raise click.UsageError("give a TRACE file, or choose a trace in the store with "
                                    "--server, --request-id, --trace-id or --latest")
-        from novalab.tracing.cli import select_spans
+        from novalab.tracing.cli import SelectionError, open_store, select_spans
+
+        flow = None
+        if flow_name is not None and (server or request_id):
+            from novalab.diagrams.flows import get_flow
+
+            flow = get_flow(flow_name)
+        if flow is not None and flow.select is not None:
+            from novalab.tracing.store import NoTrace
+
+            try:
+                return load_trace(flow.select(open_store(state_dir), server=server,
+                                              request_id=request_id, timeout=timeout))
+            except NoTrace as exc:
+                raise SelectionError(str(exc)) from exc
 
         spans, _row = select_spans(state_dir=state_dir, server=server, request_id=request_id,
                                    trace_id=trace_id, latest=latest, timeout=timeout)
@@ -124,7 +140,7 @@ def flow_check(trace_file, flow_name, fmt, **selectors):
     Without --flow, the table is the one the trace shows (the report says why)."""
     from novalab.diagrams.check import check, format_text, to_dict
 
-    trace = _trace(trace_file, **selectors)
+    trace = _trace(trace_file, flow_name=flow_name, **selectors)
     flow, picked = _pick(trace, flow_name)
     result = check(trace, flow)
     if fmt == "json":
@@ -157,7 +173,7 @@ def diagram(trace_file, kind, fmt, full, flow_name, output, **selectors):
     allowed = SEQUENCE_FORMATS if kind == "sequence" else CALLGRAPH_FORMATS
     if fmt not in allowed:
         raise click.UsageError(f"--kind {kind} supports --format {', '.join(allowed)}")
-    trace = _trace(trace_file, **selectors)
+    trace = _trace(trace_file, flow_name=flow_name, **selectors)
     if kind == "callgraph":
         from novalab.diagrams import callgraph
 

@@ -34,7 +34,13 @@ def _classic() -> Flow:
     return FLOW
 
 
-FLOWS = {"classic": _classic}
+def _shelve() -> Flow:
+    from novalab.diagrams.flows.shelve import FLOW
+
+    return FLOW
+
+
+FLOWS = {"classic": _classic, "shelve": _shelve}
 
 
 def get_flow(name: str = "classic") -> Flow:

@@ -121,6 +121,11 @@ class Flow:
     # How a trace of this flow is told from the others (see span_named); None: only
     # by name (--flow), or as the fallback (classic).
     recognise: Recogniser | None = None
+    # How the trace store's selectors (--server, --request-id) find this flow's trace when
+    # it is not one boot or one request: ``select(store, server=..., request_id=...,
+    # timeout=...)`` returns its spans (the shelve flow joins a server's shelve and
+    # unshelve requests). None: the store's own choice.
+    select: Callable[..., list] | None = None
     _lifeline_by_service: dict[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self):

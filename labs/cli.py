@@ -31,6 +31,7 @@ from rich.table import Table
 from novalab.diagrams.cli import register as register_diagrams
 from novalab.labs.lab_cli import register as register_labs
 from novalab.reference.deploy.commands import register as register_deploy
+from novalab.reference.deploy.commands import topology_option
 from novalab.reference.deploy.fault_cli import register as register_faults
 from novalab.reference.deploy.scheduler_cli import register as register_scheduler
 from novalab.tracing.cli import register as register_trace
@@ -117,15 +118,18 @@ def main():
 @click.option("--web", is_flag=True,
               help="Then serve the trace page (novalab web) on http://127.0.0.1:8700 until "
                    "Ctrl-C (embedded cloud; `novalab up` serves its own).")
+@topology_option(extra=" (embedded cloud)")
 @click.option("-v", "--verbose", is_flag=True, help="Log what the services do.")
 def boot(out_dir, name, flavor, image, computes, transport, db, libvirt_uri, state_dir,
-         timeout, volume_size, no_volume, no_network, no_diagrams, cloud, web, verbose):
+         timeout, volume_size, no_volume, no_network, no_diagrams, cloud, web, topology,
+         verbose):
     """Start an embedded cloud, boot one server, and write its trace.
 
     Every service runs in this process but talks as separate services do: HTTP on
     loopback, RPC through the broker, SQL to the database, libvirt at the leaf.
     By default the server gets a port on the `private` network and a 1 GB data
-    volume, so every hop of the classic 58-step flow happens. Exits 0 only when
+    volume, so every hop of the classic 58-step flow happens (--topology modern
+    wires the cloud as today's Nova instead). Exits 0 only when
     the server reaches ACTIVE. The trace is written to OUT/trace.json in OTLP
     JSON, next to the flow check, sequence diagrams (SVG, HTML, Mermaid,
     PlantUML), the call graph and a Jaeger file; set OTEL_EXPORTER_OTLP_ENDPOINT
@@ -142,7 +146,8 @@ def boot(out_dir, name, flavor, image, computes, transport, db, libvirt_uri, sta
     if cloud == "running":
         ctx = click.get_current_context()
         embedded_only = [f"--{name.replace('_', '-')}" for name in
-                         ("computes", "transport", "db", "libvirt_uri", "no_network", "web")
+                         ("computes", "transport", "db", "libvirt_uri", "no_network", "web",
+                          "topology")
                          if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT]
         if embedded_only:
             raise click.UsageError(
@@ -152,12 +157,13 @@ def boot(out_dir, name, flavor, image, computes, transport, db, libvirt_uri, sta
         return
     telemetry = Telemetry(memory=True)
     config = _cloud_config(state_dir, db, transport, computes, libvirt_uri,
-                           network=not no_network)
+                           network=not no_network, topology=topology)
     with console.status("Starting the embedded cloud..."):
         embedded = _start(config, telemetry)
     console.print(f"cloud up: keystone {embedded.urls['keystone']}  nova "
                   f"{embedded.urls['nova']}  glance {embedded.urls['glance']}  ({computes} "
-                  f"compute host(s), transport {config.transport_url.split('@')[-1]})")
+                  f"compute host(s), transport {config.transport_url.split('@')[-1]}, "
+                  f"topology {config.topology})")
 
     try:
         result = run_boot(embedded, request, on_change=_on_change)
@@ -232,12 +238,16 @@ def _on_change(server) -> None:
 
 
 def _pictures(trace, path: Path, skip: bool) -> None:
+    """The flow check and drawings, on the flow table the trace shows (classic or today's)."""
     if skip:
         return
+    from novalab.diagrams.flows import detect_flow
+    from novalab.diagrams.load import load_trace
     from novalab.diagrams.outputs import write_all
 
     with console.status("Drawing the flow..."):
-        written = write_all(trace, path.parent)
+        trace = load_trace(trace)
+        written = write_all(trace, path.parent, flow=detect_flow(trace))
     console.print("pictures:   " + "  ".join(str(p) for p in written))
 
 
@@ -298,13 +308,15 @@ def _summary(result, by_service: Counter, path: Path,
               type=click.FloatRange(min=0),
               help="Seconds nova-compute waits for network-vif-plugged before failing the "
                    "build (0: no wait); a lab cloud drilling vif-plugged-timeout uses e.g. 5.")
+@topology_option()
 @click.option("-v", "--verbose", is_flag=True, help="Log what the services do.")
 def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port,
-          vif_plugging_timeout, verbose):
+          vif_plugging_timeout, topology, verbose):
     """Run the embedded cloud on the standard ports until interrupted.
 
     keystone 5000, nova 8774, nova metadata 8775, cinder 8776, glance 9292,
-    neutron 9696, the metadata proxy 8780, ceph-mon 6789 and ceph-rgw 7480.
+    neutron 9696, the metadata proxy 8780, ceph-mon 6789 and ceph-rgw 7480;
+    with --topology modern, placement 8778 too.
     Spans go to the trace store in STATE_DIR/traces/ (OTLP JSON lines; find
     them with `novalab trace list`) and, when OTEL_EXPORTER_OTLP_ENDPOINT is
     set, over OTLP. The trace page (`novalab web`) shows them on
@@ -324,7 +336,7 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port,
     telemetry = Telemetry(file_path=state / "traces" / "serve.jsonl")
     config = _cloud_config(state, db, transport, computes, libvirt_uri, bind_host=bind_host,
                            ports=dict(STANDARD_PORTS),
-                           vif_plugging_timeout=vif_plugging_timeout)
+                           vif_plugging_timeout=vif_plugging_timeout, topology=topology)
     cloud = _start(config, telemetry)
     page = _web_page(state, web_port)
     pid_file.parent.mkdir(parents=True, exist_ok=True)
@@ -347,8 +359,9 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port,
     cloud_file = state / "cloud.json"
     write_json(cloud_file, {"kind": "serve", "pid": os.getpid(), "os_env": os_env,
                             "password": config.password, "urls": dict(cloud.urls),
-                            "web": f"{page.url}/" if page else None})
-    click.echo("# novalab cloud is up. For the openstack CLI:")
+                            "web": f"{page.url}/" if page else None,
+                            "topology": config.topology})
+    click.echo(f"# novalab cloud is up (topology {config.topology}). For the openstack CLI:")
     for key, value in os_env.items():
         click.echo(f"export {key}={value}")
     click.echo(f"# traces: {state / 'traces'}   (novalab trace list; Ctrl-C to stop)")

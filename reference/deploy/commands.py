@@ -4,7 +4,8 @@
 its own (``python -m novalab.reference.deploy.commands ...``): that is how
 ``novalab up`` starts each service process.
 
-    novalab up [--computes N]     every service as its own process, RabbitMQ + SQL server
+    novalab up [--computes N] [--topology classic|modern]
+                                  every service as its own process, RabbitMQ + SQL server
     novalab status | down         what runs, and stopping it (SIGTERM, then SIGKILL)
     novalab service NAME          one service in the foreground
     novalab db sync               create or upgrade the schema (Alembic)
@@ -27,7 +28,9 @@ from novalab.reference.deploy.statedir import (
     DEFAULT_STATE_DIR,
     DEFAULT_TRANSPORT,
     ENV_DB,
+    ENV_TOPOLOGY,
     ENV_TRANSPORT,
+    TOPOLOGIES,
 )
 
 console = Console(stderr=True, highlight=False)
@@ -42,6 +45,23 @@ VIF_PLUGGING_TIMEOUT_HELP = (
     "Seconds nova-compute waits for Neutron's network-vif-plugged before it fails the "
     "build ([DEFAULT] vif_plugging_timeout; 0: do not wait). A lab cloud drilling the "
     "vif-plugged-timeout fault uses e.g. 5.")
+TOPOLOGY_HELP = (
+    "How Nova is wired. classic: the Grizzly-era chain the 58-step table draws: nova-api "
+    "casts run_instance to the scheduler, which picks a host from the compute nodes' rows; "
+    "no placement. modern: Nova as since Pike: nova-api writes the build request to the "
+    "API database and casts schedule_and_build_instances to the super conductor, which "
+    "calls the scheduler's select_destinations; the scheduler claims the resources in "
+    "placement (its own API on 8778, in the catalog), to which compute hosts report.")
+
+
+def topology_option(default: str | None = "classic", extra: str = "",
+                    envvar: str | None = None):
+    """``--topology classic|modern`` for boot, serve, up and service."""
+    return click.option("--topology", type=click.Choice(TOPOLOGIES), default=default,
+                        show_default=default is not None, envvar=envvar,
+                        help=TOPOLOGY_HELP + extra)
+
+
 DB = click.option("--db", "db_url", default=DEFAULT_DB, show_default=True, envvar=ENV_DB,
                   help=f"SQLAlchemy URL of PostgreSQL, MariaDB (mysql+pymysql://root@127.0.0.1/"
                        f"novalab) or SQLite (env {ENV_DB}).")
@@ -56,22 +76,26 @@ def _echo(line: str) -> None:
     console.print(line)
 
 
-def _status_table(rows) -> Table:
-    table = Table(title="novalab services", title_justify="left")
-    for column in ("service", "host", "pid", "state", "health", "log"):
+def _status_table(rows, topology: str | None = None) -> Table:
+    """One row per unit; "rpc topics" lists every RPC server the unit runs, as
+    ``topic.server`` (the queue names `novalab queues` shows; Neutron's agents too: a
+    compute host's L2 agent runs in its nova-compute process)."""
+    title = "novalab services" + (f" (topology {topology})" if topology else "")
+    table = Table(title=title, title_justify="left")
+    for column in ("service", "host", "pid", "state", "health", "rpc topics", "log"):
         table.add_column(column)
     for row in rows:
         state = "[green]up[/]" if row.running and row.health.ok else \
             "[yellow]unhealthy[/]" if row.running else "[red]down[/]"
         table.add_row(row.unit.name, row.unit.host or "-", str(row.pid or "-"), state,
-                      row.health.detail, f"logs/{row.log.name}")
+                      row.health.detail, "\n".join(row.topics) or "-", f"logs/{row.log.name}")
     return table
 
 
-def _print_status(rows) -> None:
+def _print_status(rows, topology: str | None = None) -> None:
     """The table, then what happened to each unit, unwrapped: how a dead one ended,
     a restart by `up`, the newest warning in its log since it started."""
-    console.print(_status_table(rows))
+    console.print(_status_table(rows, topology))
     noted = [row for row in rows if row.notes]
     if noted:
         console.print("what happened (how a service ended, its restart by `up`, the newest "
@@ -83,7 +107,8 @@ def _print_status(rows) -> None:
 
 
 def _print_env(record: dict, state_dir: Path) -> None:
-    click.echo("# novalab cloud is up. For the openstack CLI:")
+    topology = record.get("topology", "classic")
+    click.echo(f"# novalab cloud is up (topology {topology}). For the openstack CLI:")
     for key, value in record["os_env"].items():
         click.echo(f"export {key}={value}")
     click.echo(f"# traces: {state_dir / 'traces'}   (novalab trace list; "
@@ -107,21 +132,27 @@ def _print_env(record: dict, state_dir: Path) -> None:
               help="The trace page (novalab web) on 127.0.0.1:PORT, one more unit; 0: none.")
 @click.option("--vif-plugging-timeout", type=click.FloatRange(min=0), default=None,
               help=VIF_PLUGGING_TIMEOUT_HELP + " Default: the running deployment's, else 300.")
+@topology_option(default=None, extra=" Default: the running deployment's, else classic; "
+                                     "a running deployment keeps its own (`novalab down` "
+                                     "first to change it).")
 def up(computes, transport_url, db_url, otlp, state_dir, timeout, web_port,
-       vif_plugging_timeout):
+       vif_plugging_timeout, topology):
     """Start every service as its own process, on the standard loopback ports.
 
     Checks RabbitMQ and the database first (creating the database if it is
     missing), brings the schema to the latest revision, then starts the
     services in order, each once the one before is healthy. Already running
     services are left alone, so `up` also restarts whatever has died.
+    --topology modern adds placement-api (and the modern chain's wiring) as a
+    process of its own; `novalab status` shows the topology.
     """
     from novalab.reference.deploy import preflight, processes
 
     options = processes.UpOptions(computes=computes, transport_url=transport_url,
                                   db_url=db_url, otlp=otlp, state_dir=state_dir,
                                   timeout=timeout, web_port=web_port,
-                                  vif_plugging_timeout=vif_plugging_timeout)
+                                  vif_plugging_timeout=vif_plugging_timeout,
+                                  topology=topology)
     try:
         record = processes.up(options, echo=_echo)
     except preflight.PreflightError as exc:
@@ -131,14 +162,15 @@ def up(computes, transport_url, db_url, otlp, state_dir, timeout, web_port,
     from novalab.tracing.store import register as register_store
 
     register_store(record["state_dir"], "up")
-    _print_status(processes.status(state_dir))
+    _print_status(processes.status(state_dir), record.get("topology"))
     _print_env(record, Path(record["state_dir"]))
 
 
 @click.command()
 @STATE_DIR
 def status(state_dir):
-    """Show each service's process and health (exit 1 if any is down or unhealthy).
+    """Show each service's process, health and RPC topics (exit 1 if any is down or
+    unhealthy), under the cloud's topology.
 
     Below the table, what happened: how a service that is not running ended
     (stopped, failed, or killed or crashed when it could leave no word), that
@@ -149,8 +181,9 @@ def status(state_dir):
     rows = processes.status(state_dir)
     if not rows:
         _fail(f"no deployment in {state_dir} (start one with `novalab up`)", 1)
-    _print_status(rows)
     record = processes.StateDir(state_dir).load()
+    # A deployment recorded before topologies existed ran the classic one.
+    _print_status(rows, record.get("topology", "classic"))
     if record.get("os_env") and any(r.running for r in rows):
         _print_env(record, Path(record["state_dir"]))
     sys.exit(0 if all(r.running and r.health.ok for r in rows) else 1)
@@ -181,7 +214,9 @@ def down(state_dir, grace):
               show_default=True, envvar="NOVALAB_VIF_PLUGGING_TIMEOUT",
               help=VIF_PLUGGING_TIMEOUT_HELP + " (nova-compute; env "
                                                "NOVALAB_VIF_PLUGGING_TIMEOUT)")
-def service(name, host, transport_url, db_url, state_dir, vif_plugging_timeout):
+@topology_option(envvar=ENV_TOPOLOGY,
+                 extra=f" Every process of one cloud needs the same (env {ENV_TOPOLOGY}).")
+def service(name, host, transport_url, db_url, state_dir, vif_plugging_timeout, topology):
     """Run one service in the foreground until SIGTERM or Ctrl-C.
 
     NAME is one of the registry's services (novalab.reference.deploy.services.
@@ -201,7 +236,7 @@ def service(name, host, transport_url, db_url, state_dir, vif_plugging_timeout):
                   f"(at {migrations.current(db_url)}, latest {migrations.head()})")
         processes.run_service(name, host, transport_url=transport_url, db_url=db_url,
                               state_dir=state_dir,
-                              vif_plugging_timeout=vif_plugging_timeout)
+                              vif_plugging_timeout=vif_plugging_timeout, topology=topology)
     except processes.DeployError as exc:
         _fail(str(exc))
 

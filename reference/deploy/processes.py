@@ -15,6 +15,11 @@ parameter has no default: ``nova-compute`` on compute-1..N); which ports and RPC
 topics each one serves (recorded by the service in its ready file); the
 catalog (``services.register_endpoints`` with the URLs actually served, once
 everything is healthy, so keystone never advertises an endpoint nobody serves).
+The cloud's *topology* (``up --topology classic|modern``) decides which services
+run (placement only in the modern one: ``services.runs_in``) and reaches every
+process as ``$NOVALAB_TOPOLOGY``, so each builds its ``CloudConfig`` with it, as
+it does with the broker and database URLs; ``state.json`` keeps it, so ``status``
+shows it and a second ``up`` cannot quietly mix two topologies in one cloud.
 One more unit, started last, is no OpenStack service: ``novalab-web``, the
 trace page (``novalab web``) over the deployment's trace store, on
 http://127.0.0.1:8700 (``--web-port``), so ``status`` and ``down`` see it too.
@@ -54,7 +59,9 @@ from novalab.reference.deploy.statedir import (  # noqa: F401 (re-exported)
     DEFAULT_DB,
     DEFAULT_TRANSPORT,
     ENV_DB,
+    ENV_TOPOLOGY,
     ENV_TRANSPORT,
+    TOPOLOGIES,
     StateDir,
     StateDirLock,
     Unit,
@@ -73,6 +80,7 @@ STOP_GRACE = 10.0
 # [DEFAULT] vif_plugging_timeout of every nova-compute, through the environment.
 ENV_VIF_PLUGGING_TIMEOUT = "NOVALAB_VIF_PLUGGING_TIMEOUT"
 VIF_PLUGGING_TIMEOUT = CloudConfig.vif_plugging_timeout
+TOPOLOGY = CloudConfig.topology  # the default: classic, as the 58-step table
 
 
 class DeployError(Exception):
@@ -129,7 +137,8 @@ def running_urls(state: StateDir) -> dict[str, str]:
 def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
                 state_dir: str | os.PathLike, stop: threading.Event | None = None,
                 on_ready: Callable[[dict], None] | None = None,
-                vif_plugging_timeout: float = VIF_PLUGGING_TIMEOUT) -> None:
+                vif_plugging_timeout: float = VIF_PLUGGING_TIMEOUT,
+                topology: str = TOPOLOGY) -> None:
     """Build service ``name`` and serve until ``stop`` is set (or SIGTERM/SIGINT).
 
     The service listens on its standard port and finds the others through
@@ -137,11 +146,19 @@ def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
     go to ``traces/<unit>.jsonl`` in the state directory, and over OTLP when
     ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set. Its fault knobs are the state
     directory's ``faults.json`` (``novalab fault``), as for every process of the cloud.
+    ``topology`` is the cloud's (``CloudConfig.topology``): every process of one
+    cloud must be given the same.
     """
     if name == WEB_UNIT:
         return run_web_page(state_dir, stop=stop, on_ready=on_ready)
     if name not in services.BUILDERS:
         raise DeployError(f"no service {name!r}; known: {', '.join(services.BUILDERS)}")
+    if topology not in TOPOLOGIES:
+        raise DeployError(f"no topology {topology!r}; known: {', '.join(TOPOLOGIES)}")
+    if not services.runs_in(name, topology):
+        where = next(t for t in TOPOLOGIES if services.runs_in(name, t))
+        raise DeployError(f"{name} is no part of a {topology} cloud (--topology {where}, "
+                          f"or ${ENV_TOPOLOGY}={where})")
     builder = services.BUILDERS[name]
     if per_host(name) and not host:
         raise DeployError(f"{name} runs once per compute host: give --host (e.g. compute-1)")
@@ -152,18 +169,19 @@ def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
     stop = stop or _stop_on_signals()
     with _exit_recorded(state, unit, stop):
         _serve(name, host, builder, state, unit, stop, transport_url=transport_url,
-               db_url=db_url, on_ready=on_ready, vif_plugging_timeout=vif_plugging_timeout)
+               db_url=db_url, on_ready=on_ready, vif_plugging_timeout=vif_plugging_timeout,
+               topology=topology)
 
 
 def _serve(name, host, builder, state: StateDir, unit: Unit, stop: threading.Event, *,
-           transport_url, db_url, on_ready, vif_plugging_timeout) -> None:
+           transport_url, db_url, on_ready, vif_plugging_timeout, topology) -> None:
     from novalab.tracing.setup import Telemetry
 
     lock = StateDirLock(state.root, shared=True).acquire()  # one cloud: `up`'s processes
     telemetry = Telemetry(file_path=state.trace_file(unit.id), otlp=True)
     config = CloudConfig(state_dir=state.root, db_url=db_url, transport_url=transport_url,
                          ports=dict(STANDARD_PORTS), deployment="up",
-                         vif_plugging_timeout=vif_plugging_timeout)
+                         vif_plugging_timeout=vif_plugging_timeout, topology=topology)
     wiring = Wiring(config, telemetry)
     wiring.urls.update(running_urls(state))
     threading.Thread(target=_learn_urls, args=(wiring.urls, state, stop), daemon=True,
@@ -176,7 +194,8 @@ def _serve(name, host, builder, state: StateDir, unit: Unit, stop: threading.Eve
         published = {k: v for k, v in wiring.urls.items() if before.get(k) != v}
         ready = {"pid": os.getpid(), "unit": unit.id, "name": name, "host": host,
                  "controller": services.CONTROLLER, "urls": published,
-                 "http": wiring.served, "topics": wiring.topics, "started_at": _now()}
+                 "http": wiring.served, "topics": wiring.topics, "topology": topology,
+                 "started_at": _now()}
         write_json(state.ready_file(unit), ready)
         LOG.info("%s ready: %s", unit.id, ready)
         if on_ready:
@@ -292,6 +311,8 @@ class UpOptions:
     web_port: int = WEB_PORT  # the trace page on 127.0.0.1; 0: none
     # nova-compute's; None: what the running deployment uses, else the default
     vif_plugging_timeout: float | None = None
+    # TOPOLOGIES; None: the running deployment's, else classic
+    topology: str | None = None
 
 
 @dataclass
@@ -302,6 +323,8 @@ class UnitStatus:
     health: health.Health
     log: Path
     urls: dict = field(default_factory=dict)
+    # "topic.server" of each RPC server the unit runs (its ready file's; Neutron's too)
+    topics: list[str] = field(default_factory=list)
     # What happened to it: how it ended, or that `up` restarted it; its newest warning.
     notes: list[str] = field(default_factory=list)
 
@@ -322,9 +345,8 @@ def unit_health(unit: Unit, ready: dict | None, heartbeats: health.Heartbeats) -
     beat = heartbeats.check(unit.name, unit.host or ready.get("controller", ""))
     if beat is not None:
         checks.append(beat)
-    if not checks:
-        topics = ", ".join(ready.get("topics", [])) or "no RPC topic"
-        return health.Health(True, f"ready, consuming {topics}")
+    if not checks:  # its topics are in the status table's own column
+        return health.Health(True, "ready (RPC only)" if ready.get("topics") else "ready")
     return health.Health(all(c.ok for c in checks), "; ".join(c.detail for c in checks))
 
 
@@ -339,6 +361,7 @@ def _spawn(unit: Unit, state: StateDir, options: UpOptions) -> subprocess.Popen:
         env["OTEL_EXPORTER_OTLP_ENDPOINT"] = options.otlp
     if options.vif_plugging_timeout is not None:
         env[ENV_VIF_PLUGGING_TIMEOUT] = f"{options.vif_plugging_timeout:g}"
+    env[ENV_TOPOLOGY] = options.topology or TOPOLOGY
     if unit.name == WEB_UNIT:
         env[ENV_WEB_PORT] = str(options.web_port)
     state.ready_file(unit).unlink(missing_ok=True)
@@ -388,21 +411,30 @@ def _running(state: StateDir, unit: Unit) -> int | None:
 def up(options: UpOptions, echo: Callable[[str], None] = print) -> dict:
     """Start every service not already running; return the state written to state.json."""
     state = StateDir(options.state_dir).make()
-    units = plan(options.computes, web=bool(options.web_port))
     previous = state.load()
-    running = {u.id: pid for u in units if (pid := _running(state, u))}
     if previous and any(_running(state, _unit(d)) for d in previous.get("units", [])):
         if options.otlp is None:  # a restart exports where the running services do
             options.otlp = previous.get("otlp")
         if options.vif_plugging_timeout is None:  # and waits as they do
             options.vif_plugging_timeout = previous.get("vif_plugging_timeout")
-        mismatched = [key for key in ("transport_url", "db_url", "computes")
-                      if previous.get(key) != getattr(options, key)]
+        if options.topology is None:  # and is wired as they are
+            options.topology = previous.get("topology", TOPOLOGY)
+        recorded = dict(previous, topology=previous.get("topology", TOPOLOGY))
+        mismatched = [f"{key} ({recorded.get(key)} there, {getattr(options, key)} asked)"
+                      if key == "topology" else key
+                      for key in ("transport_url", "db_url", "computes", "topology")
+                      if recorded.get(key) != getattr(options, key)]
         if mismatched:
             raise DeployError(f"a deployment already runs in {state.root} with other "
                               f"{', '.join(mismatched)}; run `novalab down` first")
     if options.vif_plugging_timeout is None:
         options.vif_plugging_timeout = VIF_PLUGGING_TIMEOUT
+    if options.topology is None:
+        options.topology = TOPOLOGY
+    if options.topology not in TOPOLOGIES:
+        raise DeployError(f"no topology {options.topology!r}; known: {', '.join(TOPOLOGIES)}")
+    units = plan(options.computes, web=bool(options.web_port), topology=options.topology)
+    running = {u.id: pid for u in units if (pid := _running(state, u))}
     preflight.check_broker(options.transport_url)
     created = preflight.ensure_database(options.db_url)
     if created:
@@ -418,9 +450,12 @@ def up(options: UpOptions, echo: Callable[[str], None] = print) -> dict:
               "transport_url": options.transport_url, "db_url": options.db_url,
               "otlp": options.otlp, "password": CloudConfig().password,
               "vif_plugging_timeout": options.vif_plugging_timeout,
+              "topology": options.topology,
               "started_at": _now(), "units": [u.to_dict() for u in units] + [
                   d for d in (previous or {}).get("units", [])
-                  if _unit(d) not in units],  # so `down` still stops a host dropped since
+                  # so `down` still stops a unit this plan dropped (a host, placement)
+                  # that still runs; a stopped one would only show as down in `status`
+                  if _unit(d) not in units and _running(state, _unit(d))],
               "urls": (previous or {}).get("urls", {})}
     state.save(record)  # first, so `down` finds whatever gets started
     started: list[Unit] = []
@@ -524,7 +559,9 @@ def status(state_dir: str | os.PathLike) -> list[UnitStatus]:
                 notes += filter(None, [restart_note(state, unit, pid),
                                        last_warning(state.log(unit))])
             rows.append(UnitStatus(unit, pid, running, result, state.log(unit),
-                                   (ready or {}).get("urls", {}), notes))
+                                   (ready or {}).get("urls", {}),
+                                   list((ready or {}).get("topics", [])) if running else [],
+                                   notes))
     finally:
         heartbeats.close()
     return rows

@@ -25,6 +25,11 @@ DEFAULT_DB = "postgresql+psycopg://postgres@127.0.0.1:5432/novalab"
 # The URLs reach the service processes through the environment, not argv: `ps` shows argv.
 ENV_TRANSPORT = "NOVALAB_TRANSPORT_URL"
 ENV_DB = "NOVALAB_DB_URL"
+# How Nova is wired (CloudConfig.topology): the classic chain of the 58-step table, or
+# today's (placement, API database, super conductor). The same for every process of a
+# cloud: `up` passes it in the environment, as it does the URLs.
+TOPOLOGIES = ("classic", "modern")
+ENV_TOPOLOGY = "NOVALAB_TOPOLOGY"
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ The ``novalab`` command lives in ``labs/cli.py``; it adds these with one line,
 ``register(main)``::
 
     novalab flow check [TRACE] [--flow NAME] [--format text|json] [SELECTOR]
+    novalab flow compare [--classic TRACE] [--modern TRACE] [--format text|html] [-o FILE]
     novalab diagram [TRACE] --kind sequence --format svg|html|mermaid|plantuml [--full] -o FILE
     novalab diagram [TRACE] --kind callgraph --format svg|png|dot -o FILE
     novalab export jaeger [TRACE] -o FILE
@@ -148,6 +149,41 @@ def flow_check(trace_file, flow_name, fmt, **selectors):
     else:
         click.echo(format_text(result, picked), nl=False)
     sys.exit(0 if result.ok else 1)
+
+
+@flow_group.command("compare")
+@click.option("--classic", "classic_file", default=None, type=click.Path(dir_okay=False),
+              metavar="TRACE", help="A classic boot's trace: each classic step shows its span.")
+@click.option("--modern", "modern_file", default=None, type=click.Path(dir_okay=False),
+              metavar="TRACE", help="A modern boot's trace (`novalab boot --topology modern`): "
+                                    "each modern step shows its span.")
+@click.option("--format", "fmt", type=click.Choice(["text", "html"]), default="text",
+              show_default=True)
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
+              help="File to write (default: standard output).")
+def flow_compare(classic_file, modern_file, fmt, output):
+    """The classic 58 steps beside today's boot (the modern table), and what moved: who
+    calls the scheduler, where the instance row is first written, who claims the
+    resources in placement, who sends the build to the host.
+
+    Without traces it lines up the two tables; with --classic and --modern TRACE files
+    every step also shows the span that stood for it in that boot, and each question
+    is answered from the traces (service and span id)."""
+    from novalab.diagrams import compare
+    from novalab.diagrams.check import check
+    from novalab.diagrams.flows import detect, get_flow
+
+    checks = {}
+    for name, path in (("classic", classic_file), ("modern", modern_file)):
+        if path is None:
+            continue
+        trace = _trace(path, None)
+        shows, _why = detect(trace)
+        if shows != name:
+            click.echo(f"warning: {path} looks like a {shows} boot, not a {name} one", err=True)
+        checks[name] = check(trace, get_flow(name))
+    result = compare.compare(checks.get("classic"), checks.get("modern"))
+    _write(output, compare.render_html(result) if fmt == "html" else compare.render_text(result))
 
 
 @click.command("diagram")

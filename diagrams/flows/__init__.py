@@ -34,13 +34,19 @@ def _classic() -> Flow:
     return FLOW
 
 
+def _modern() -> Flow:
+    from novalab.diagrams.flows.modern import FLOW
+
+    return FLOW
+
+
 def _shelve() -> Flow:
     from novalab.diagrams.flows.shelve import FLOW
 
     return FLOW
 
 
-FLOWS = {"classic": _classic, "shelve": _shelve}
+FLOWS = {"classic": _classic, "modern": _modern, "shelve": _shelve}
 
 
 def get_flow(name: str = "classic") -> Flow:

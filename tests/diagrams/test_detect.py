@@ -77,8 +77,9 @@ def test_the_same_name_from_another_service_is_not_evidence(registry):
 
 
 def test_without_a_recogniser_a_flow_is_never_picked(registry):
-    registry(_flow("by-name-only", {1: MARK}))
-    assert detect_flow(Trace.of([_span("s1", MARK)])) == "classic"
+    # A span no registered flow recognises (the real modern flow recognises MARK).
+    registry(_flow("by-name-only", {1: "ByName.only"}))
+    assert detect_flow(Trace.of([_span("s1", "ByName.only")])) == "classic"
 
 
 def test_when_two_recognise_a_trace_the_larger_share_of_matched_steps_wins(registry):

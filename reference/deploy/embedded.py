@@ -21,6 +21,7 @@ from novalab.reference.guest.cloud_init import GuestBoots
 from novalab.reference.keystone import models as _keystone_models  # noqa: F401 (tables)
 from novalab.reference.neutron.db import models as _neutron_models  # noqa: F401 (tables)
 from novalab.reference.nova.compute.manager import ComputeManager
+from novalab.reference.nova.db import api_models as _nova_api_models  # noqa: F401
 from novalab.reference.nova.db import models as _nova_models  # noqa: F401 (tables)
 from novalab.tracing.setup import Telemetry
 

@@ -99,3 +99,27 @@ def seed_images(repo: ImageRepo) -> dict:
         return existing
     image = existing or repo.create(owner=owner, **CIRROS)
     return repo.upload(get_admin_context(), image["id"], cirros_bytes())
+
+
+def seed_cells(w, conductor) -> None:
+    """The modern topology's cells, as DevStack sets them up before nova starts:
+    cell0's database (created on the same server if missing, with the same schema
+    as the main one) and ``nova-manage cell_v2 simple_cell_setup``. The classic
+    topology has no cells: nothing to do."""
+    if w.config.topology != "modern":
+        return
+    from novalab.reference.common.db import Base, create_db_engine
+    from novalab.reference.deploy import migrations, preflight
+    from novalab.reference.nova.cells import cell0_url, simple_cell_setup
+
+    url = cell0_url(w.config.db_url)
+    preflight.ensure_database(url)
+    if migrations.current(w.config.db_url) is not None:
+        migrations.upgrade(url)  # a deployment's database is under Alembic: so is cell0's
+    else:  # the embedded cloud's throwaway database was made with create_all
+        engine = create_db_engine(url)
+        try:
+            Base.metadata.create_all(engine)
+        finally:
+            engine.dispose()
+    simple_cell_setup(conductor.db, w.config.transport_url)

@@ -70,7 +70,7 @@ BUILDERS = {
     "cinder-volume": cinder_volume,
     "neutron-server": neutron_server,
     "neutron-dhcp-agent": neutron_dhcp_agent,
-    "nova-conductor": nova_conductor,
+    "nova-conductor": _seeded(nova_conductor, seed.seed_cells),
     "nova-scheduler": nova_scheduler,
     "nova-compute": nova_compute,
     "nova-api": _seeded(nova_api, lambda w, compute_api: seed.seed_flavors(compute_api.db)),

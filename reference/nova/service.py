@@ -19,6 +19,7 @@ from novalab.reference.neutron.agent.metadata import shared_secret
 from novalab.reference.neutron.service import neutron_l2_agent
 from novalab.reference.nova.api import metadata as nova_metadata
 from novalab.reference.nova.api.app import create_app as create_nova_app
+from novalab.reference.nova.cells import CellDatabases
 from novalab.reference.nova.compute.api import API as ComputeAPI
 from novalab.reference.nova.compute.manager import ComputeManager
 from novalab.reference.nova.compute.rpcapi import ComputeAPI as ComputeRPCAPI
@@ -49,31 +50,45 @@ def nova_api(w: Wiring) -> ComputeAPI:
     # Deleting a shelve-offloaded server frees its ports here: no host has it.
     network_api = NeutronAPI(w.urls["neutron"], http, tracer,
                              admin_token=auth.service_token) if "neutron" in w.urls else None
+    cells, placement_client = _modern_parts(w, service, db, http, tracer, auth)
     compute_api = ComputeAPI(
         db, GlanceImageServiceV2(w.urls["glance"], http, tracer),
         SchedulerAPI(transport, tracer), ComputeRPCAPI(transport, tracer), tracer,
         volume_api=volume_api, compute_task_api=ComputeTaskAPI(transport, tracer),
-        network_api=network_api)
+        network_api=network_api, cells=cells, placement_client=placement_client)
     w.serve(create_nova_app(db, compute_api, auth, tracer,
                             tracer_provider=w.provider(service)), service, "nova")
     return compute_api
+
+
+def _modern_parts(w: Wiring, service: str, db, http, tracer, auth=None):
+    """(cells, placement client) of a service that holds the API database, in the
+    modern topology; (None, None) in the classic one, which has neither."""
+    if w.config.topology != "modern":
+        return None, None
+    auth = auth or w.auth(service, "nova")
+    cells = CellDatabases(db, tracer, w.provider(service))
+    w.on_stop(cells.dispose)
+    return cells, SchedulerReportClient(w.urls["placement"], http, tracer, auth.service_token)
 
 
 def nova_conductor(w: Wiring, host: str = CONTROLLER) -> ConductorManager:
     """The only nova service besides api and scheduler with a database handle.
 
     Two endpoints on one topic, as upstream: the database work compute hosts ask
-    for, and the tasks that need the scheduler first (unshelve).
+    for, and the tasks that need the scheduler first (unshelve, and in the modern
+    topology the super conductor's ``schedule_and_build_instances``).
     """
     service = "nova-conductor"
     tracer = w.tracer(service)
     db = w.database(service)
     transport = w.transport()
+    http = w.http(service)
+    cells, report_client = _modern_parts(w, service, db, http, tracer)
     manager = ConductorManager(db, tracer)
-    tasks = ComputeTaskManager(db, GlanceImageServiceV2(w.urls["glance"], w.http(service),
-                                                        tracer),
+    tasks = ComputeTaskManager(db, GlanceImageServiceV2(w.urls["glance"], http, tracer),
                                SchedulerAPI(transport, tracer), ComputeRPCAPI(transport, tracer),
-                               tracer, host)
+                               tracer, host, cells=cells, report_client=report_client)
     w.rpc_server("conductor", host, [manager, tasks], tracer)
     return manager
 
@@ -81,11 +96,14 @@ def nova_conductor(w: Wiring, host: str = CONTROLLER) -> ConductorManager:
 def nova_scheduler(w: Wiring, host: str = CONTROLLER) -> SchedulerManager:
     """The scheduler, configured by STATE_DIR/nova.conf (written with the defaults if
     missing, for the learner to edit; read again whenever it changes)."""
-    tracer = w.tracer("nova-scheduler")
+    service = "nova-scheduler"
+    tracer = w.tracer(service)
+    db = w.database(service)
     scheduler_conf.write_default(scheduler_conf.conf_path(w.config.state_dir))
-    manager = SchedulerManager(w.database("nova-scheduler"),
-                               ComputeRPCAPI(w.transport(), tracer), tracer,
-                               state_dir=w.config.state_dir)
+    cells, placement_client = _modern_parts(w, service, db, w.http(service), tracer)
+    manager = SchedulerManager(db, ComputeRPCAPI(w.transport(), tracer), tracer,
+                               state_dir=w.config.state_dir,
+                               placement_client=placement_client, cells=cells)
     w.rpc_server("scheduler", host, [manager], tracer)
     return manager
 

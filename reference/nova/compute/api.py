@@ -31,6 +31,7 @@ from novalab.reference.nova import quota
 from novalab.reference.nova import utils as nova_utils
 from novalab.reference.nova.compute import instance_actions, power_state, task_states, vm_states
 from novalab.reference.nova.compute import utils as compute_utils
+from novalab.reference.nova.compute.cells_v2 import CellsV2Mixin
 from novalab.reference.nova.compute.rpcapi import ComputeAPI
 from novalab.reference.nova.db import api as db_api
 from novalab.reference.nova.image.glance import GlanceImageServiceV2
@@ -76,11 +77,17 @@ def check_instance_state(vm_state=None, task_state=(None,), must_have_launched=T
     return outer
 
 
-class API:
+class API(CellsV2Mixin):
+    """``cells`` and ``placement_client`` make it today's API (the modern topology):
+    ``db`` is then the API database, and instances live in cells."""
+
     def __init__(self, db: Database, image_api: GlanceImageServiceV2,
                  scheduler_rpcapi: SchedulerAPI, compute_rpcapi: ComputeAPI, tracer,
-                 volume_api=None, compute_task_api=None, network_api=None):
+                 volume_api=None, compute_task_api=None, network_api=None, cells=None,
+                 placement_client=None):
         self.db = db
+        self.cells = cells
+        self.placement_client = placement_client
         self.quotas = quota.compute_quotas(db)
         self.volume_api = volume_api
         self.network_api = network_api
@@ -114,6 +121,9 @@ class API:
             context, flavor, dict(image, id=image_href), count, display_name=display_name,
             metadata=metadata, key_name=key_name, user_data=user_data,
             availability_zone=availability_zone, block_device_mapping=mappings)
+        if self.cells is not None:
+            self._cast_schedule_and_build(context, instances, image, requested_networks)
+            return instances
         self._recheck_quota(context, flavor, instances)
         for instance in instances:
             # Before the cast: the compute host's events hang under this action.
@@ -137,6 +147,20 @@ class API:
             self._set_error_state_after_failed_cast(context, instances, exc)
             raise
         return instances
+
+    def _cast_schedule_and_build(self, context, instances: list[dict], image: dict,
+                                 requested_networks) -> None:
+        """Hand the build requests to the super conductor (a cast: the API answers
+        202 at once). If the broker cannot take it, nothing would ever build them:
+        they go again and the request fails."""
+        try:
+            self.compute_task_api.schedule_and_build_instances(
+                context, instance_uuids=[i["uuid"] for i in instances], image=image,
+                requested_networks=requested_networks)
+        except Exception:
+            for instance in instances:
+                self._destroy_build_request(context, instance["uuid"])
+            raise
 
     @upstream("nova/compute/utils.py", "check_num_instances_quota")
     def _check_num_instances_quota(self, context, flavor: dict, min_count: int,
@@ -252,26 +276,18 @@ class API:
     def _provision_instances(self, context, flavor: dict, image: dict, num: int, *,
                              display_name: str, metadata, key_name, user_data,
                              availability_zone, block_device_mapping=()) -> list[dict]:
+        if self.cells is not None:
+            return self._provision_in_api_database(
+                context, flavor, image, num, display_name=display_name, metadata=metadata,
+                key_name=key_name, user_data=user_data, availability_zone=availability_zone,
+                block_device_mapping=block_device_mapping)
         instances = []
         try:
             for index in range(num):
                 name = display_name if num == 1 else f"{display_name}-{index + 1}"
-                instance = db_api.instance_create(self.db, {
-                    "uuid": str(uuid.uuid4()), "display_name": name,
-                    "project_id": context.project_id, "user_id": context.user_id,
-                    "image_ref": image["id"], "flavor_id": flavor["flavorid"],
-                    "flavor_name": flavor["name"], "memory_mb": flavor["memory_mb"],
-                    "vcpus": flavor["vcpus"], "root_gb": flavor["root_gb"],
-                    "ephemeral_gb": flavor["ephemeral_gb"],
-                    "vm_state": vm_states.BUILDING, "task_state": task_states.SCHEDULING,
-                    "power_state": power_state.NOSTATE, "metadata": metadata or {},
-                    "key_name": key_name, "user_data": user_data,
-                    "availability_zone": availability_zone,
-                    # What the server remembers of its image (nova/utils.py).
-                    "system_metadata": dict(
-                        nova_utils.get_system_metadata_from_image(image, flavor),
-                        image_base_image_ref=image["id"]),
-                })
+                instance = db_api.instance_create(self.db, self._instance_values(
+                    context, flavor, image, name, metadata=metadata, key_name=key_name,
+                    user_data=user_data, availability_zone=availability_zone))
                 instances.append(instance)
                 span = trace.get_current_span()
                 set_instance_attributes(span, instance)
@@ -290,6 +306,63 @@ class API:
             raise
         return instances
 
+    def _provision_in_api_database(self, context, flavor: dict, image: dict, num: int, *,
+                                   display_name: str, block_device_mapping=(),
+                                   **fields) -> list[dict]:
+        """The modern topology's ``_provision_instances``: no instance row yet, but a
+        request spec, a build request and an instance mapping each (``cells_v2.py``);
+        an existing volume is reserved for the server (an attachment) as in classic."""
+        values = [self._instance_values(
+            context, flavor, image, display_name if num == 1 else f"{display_name}-{i + 1}",
+            **fields) for i in range(num)]
+        request_spec = {"instance_uuids": [v["uuid"] for v in values], "num_instances": num,
+                        "flavor": flavor, "image": image, "project_id": context.project_id,
+                        "user_id": context.user_id, "is_bfv": not image["id"],
+                        "availability_zone": fields["availability_zone"]}
+        mappings: list[list[dict]] = []
+        try:
+            for instance in values:
+                rows = []
+                for mapping in block_device_mapping:
+                    row = dict(mapping, instance_uuid=instance["uuid"])
+                    if mapping["source_type"] == "volume":
+                        row["attachment_id"] = self.volume_api.attachment_create(
+                            context, mapping["volume_id"], instance["uuid"])["id"]
+                    rows.append(row)
+                mappings.append(rows)
+        except Exception:
+            for rows in mappings:
+                for row in rows:
+                    if row.get("attachment_id"):
+                        self.volume_api.attachment_delete(context, row["attachment_id"])
+            raise
+        instances = self._provision_build_requests(context, values, request_spec, mappings)
+        span = trace.get_current_span()
+        for instance in instances:
+            set_instance_attributes(span, instance)
+            span.set_attribute(attr.NOVA_INSTANCE_DISPLAY_NAME, instance["display_name"])
+        return instances
+
+    @staticmethod
+    def _instance_values(context, flavor: dict, image: dict, name: str, *, metadata,
+                         key_name, user_data, availability_zone) -> dict:
+        """The new instance's fields: building, waiting for the scheduler."""
+        return {
+            "uuid": str(uuid.uuid4()), "display_name": name,
+            "project_id": context.project_id, "user_id": context.user_id,
+            "image_ref": image["id"], "flavor_id": flavor["flavorid"],
+            "flavor_name": flavor["name"], "memory_mb": flavor["memory_mb"],
+            "vcpus": flavor["vcpus"], "root_gb": flavor["root_gb"],
+            "ephemeral_gb": flavor["ephemeral_gb"],
+            "vm_state": vm_states.BUILDING, "task_state": task_states.SCHEDULING,
+            "power_state": power_state.NOSTATE, "metadata": metadata or {},
+            "key_name": key_name, "user_data": user_data,
+            "availability_zone": availability_zone,
+            # What the server remembers of its image (nova/utils.py).
+            "system_metadata": dict(nova_utils.get_system_metadata_from_image(image, flavor),
+                                    image_base_image_ref=image["id"]),
+        }
+
     def _destroy_unscheduled(self, context, instances: list[dict]) -> None:
         """Delete instances no cast was sent for, and give back their volume reservations."""
         for instance in instances:
@@ -304,7 +377,10 @@ class API:
     @upstream(_API, "API.get")
     def get(self, context: RequestContext, instance_uuid: str) -> dict:
         """One instance; another project's is NotFound unless the caller is admin."""
-        instance = db_api.instance_get_by_uuid(self.db, instance_uuid)
+        if self.cells is not None:
+            _cell, instance = self._lookup_instance(context, instance_uuid)
+        else:
+            instance = db_api.instance_get_by_uuid(self.db, instance_uuid)
         if not context.is_admin and instance["project_id"] != context.project_id:
             raise exception.InstanceNotFound(instance_id=instance_uuid)
         return instance
@@ -314,28 +390,36 @@ class API:
                 limit: int | None = None, marker: str | None = None,
                 name_match=None) -> list[dict]:
         project_id = None if all_tenants else context.project_id
+        if self.cells is not None:
+            return self._get_all_in_cells(project_id, limit=limit, marker=marker,
+                                          name_match=name_match)
         return db_api.instance_get_all(self.db, project_id=project_id, limit=limit,
                                        marker=marker, name_match=name_match)
 
     def faults_for(self, instances: list[dict]) -> dict[str, dict]:
         uuids = [i["uuid"] for i in instances if i["vm_state"] == vm_states.ERROR]
+        if self.cells is not None:
+            return self._faults_in_cells(uuids)
         return db_api.instance_fault_get_by_instance_uuids(self.db, uuids)
 
     @upstream(_API, "API._local_delete")
-    def _local_delete(self, context, instance: dict) -> None:
+    def _local_delete(self, context, instance: dict, db: Database | None = None) -> None:
         """No host has the instance: give back its volumes, then delete. One that ran
         once (shelve-offloaded, or in ERROR after an unshelve failed) also has ports,
-        and volumes to delete with it."""
+        and volumes to delete with it. ``db``: the instance's cell (default: ``self.db``)."""
+        db = db or self.db
         offloaded = bool(instance.get("launched_at"))
         if offloaded and self.network_api is not None:
             self.network_api.deallocate_for_instance(context, instance)
-        for bdm in db_api.block_device_mapping_get_all_by_instance(self.db, instance["uuid"]):
+        for bdm in db_api.block_device_mapping_get_all_by_instance(db, instance["uuid"]):
             if bdm.get("attachment_id") and self.volume_api is not None:
                 self.volume_api.attachment_delete(context, bdm["attachment_id"])
                 if offloaded and bdm.get("delete_on_termination") and bdm.get("volume_id"):
                     self.volume_api.delete(context, bdm["volume_id"])
-        db_api.block_device_mapping_destroy_by_instance(self.db, instance["uuid"])
-        db_api.instance_destroy(self.db, instance["uuid"])
+        db_api.block_device_mapping_destroy_by_instance(db, instance["uuid"])
+        db_api.instance_destroy(db, instance["uuid"])
+        if self.cells is not None:
+            self._local_delete_cleanup(context, instance["uuid"])
 
     # External events ------------------------------------------------------------------
 
@@ -357,7 +441,16 @@ class API:
     @upstream(_API, "API.delete")
     def delete(self, context: RequestContext, instance: dict) -> None:
         """Not yet (or no longer) on a host: delete here (``_local_delete``); else ask the
-        host. A shelved server's snapshot goes first."""
+        host. A shelved server's snapshot goes first. In the modern topology a server
+        still waiting for a cell goes with its build request; one buried in cell0 is
+        deleted there."""
+        if self.cells is not None:
+            if instance["id"] is None and self._delete_while_booting(context, instance):
+                return
+            cell, instance = self._lookup_instance(context, instance["uuid"])
+            if cell is not None and cell["database_connection"] != self.db.url:
+                self._local_delete(context, instance, db=self.cells.target_cell(cell))
+                return
         if instance["vm_state"] in (vm_states.SHELVED, vm_states.SHELVED_OFFLOADED):
             snapshot_id = (instance.get("system_metadata") or {}).get("shelved_image_id")
             if snapshot_id:

@@ -29,7 +29,6 @@ import os
 import threading
 import time
 import traceback
-import uuid
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
@@ -44,7 +43,11 @@ from novalab.reference.common.faults import NO_FAULTS
 from novalab.reference.nova.compute import power_state, task_states, vm_states
 from novalab.reference.nova.compute.instance_events import ComputeVirtAPI, InstanceEvents
 from novalab.reference.nova.compute.shelve import ShelveMixin
-from novalab.reference.nova.compute.utils import EventReporter, wrap_instance_event
+from novalab.reference.nova.compute.utils import (  # noqa: F401 (compute_node_uuid: tests)
+    EventReporter,
+    compute_node_uuid,
+    wrap_instance_event,
+)
 from novalab.reference.nova.conductor.rpcapi import ConductorAPI
 from novalab.tracing import attributes as attr
 from novalab.tracing.spans import code_attributes, set_instance_attributes, upstream
@@ -65,12 +68,6 @@ def _crash() -> None:
 
 # [DEFAULT] reserved_host_memory_mb: what the host keeps for itself (upstream's default).
 RESERVED_HOST_MEMORY_MB = 512
-
-
-def compute_node_uuid(hypervisor_hostname: str) -> str:
-    """The node's resource provider uuid: stable for a host name, as upstream's
-    ``compute_id`` file keeps a node's uuid across restarts."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"novalab:compute-node:{hypervisor_hostname}"))
 
 
 def blank_volume_name(instance: dict) -> str:
@@ -245,9 +242,13 @@ class ComputeManager(ShelveMixin):
         try:
             instance = retry.call(self.conductor_api.instance_get_by_uuid, context,
                                   instance["uuid"], terminal=deleted)
+            # The resource tracker's claim records this host and node on the
+            # instance (``_set_instance_host_and_node``): in the modern topology
+            # nothing has yet, the classic scheduler saved the same values.
             instance = retry.call(self._instance_update, context, instance,
                                   expected=(task_states.SCHEDULING, None),
                                   vm_state=vm_states.BUILDING, task_state=None,
+                                  host=self.host, node=node or self.nodename,
                                   terminal=deleted)
         except deleted:
             LOG.info("Instance %s was deleted before its build started", instance["uuid"])
@@ -274,6 +275,17 @@ class ComputeManager(ShelveMixin):
             LOG.warning("Build of instance %s failed: %s", instance["uuid"], exc)
             self._cleanup_guest(context, instance)
             self._set_instance_error_state(context, instance, exc)
+            # Upstream's FAILED build result: the host holds nothing for it any more.
+            self._delete_allocation_for_instance(context, instance)
+
+    def _delete_allocation_for_instance(self, context, instance: dict) -> None:
+        """Give the instance's claim in placement back (the modern topology only)."""
+        if self.reportclient is None:
+            return
+        try:
+            self.reportclient.delete_allocation_for_instance(context, instance["uuid"])
+        except Exception:  # the periodic heal upstream would catch it; log and go on
+            LOG.exception("Could not delete the allocations of %s", instance["uuid"])
 
     @upstream(_MANAGER, "ComputeManager._build_and_run_instance")
     def _build_and_run_instance(self, context, instance, image, requested_networks,
@@ -548,6 +560,7 @@ class ComputeManager(ShelveMixin):
                 self.driver.destroy(context, instance)
                 self._cleanup_allocated_networks(context, instance)
                 self._cleanup_volumes(context, instance)
+                self._delete_allocation_for_instance(context, instance)  # _complete_deletion
                 try:
                     # Nova saves vm_state DELETED, then destroys the row: two writes,
                     # between which the server is DELETED yet still listed. `server

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import inspect
 import traceback
+import uuid as uuidlib
 
 from opentelemetry import trace
 
@@ -105,3 +106,10 @@ def wrap_instance_event(prefix: str):
         return decorated
 
     return helper
+
+
+def compute_node_uuid(hypervisor_hostname: str) -> str:
+    """The node's resource provider uuid: stable for a host name, as upstream's
+    ``compute_id`` file keeps a node's uuid across restarts (the scheduler maps
+    allocation candidates back to hosts with it)."""
+    return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"novalab:compute-node:{hypervisor_hostname}"))

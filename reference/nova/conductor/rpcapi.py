@@ -90,6 +90,18 @@ class ComputeTaskAPI:
         self.tracer = tracer
         self.client = RPCClient(transport, Target(topic=TOPIC), tracer=tracer)
 
+    @upstream(_CONDUCTOR_RPCAPI, "ComputeTaskAPI.schedule_and_build_instances")
+    def schedule_and_build_instances(self, ctxt, instance_uuids: list[str], image: dict,
+                                     requested_networks=None) -> None:
+        """The modern boot's hand-off from nova-api to the super conductor (a cast).
+
+        Upstream sends the ``BuildRequest`` and ``RequestSpec`` objects themselves;
+        novalab sends their instance uuids and the conductor reads both from the API
+        database, as it reads each build request again anyway to see that it was not
+        deleted meanwhile."""
+        self.client.cast(ctxt, "schedule_and_build_instances", instance_uuids=instance_uuids,
+                         image=image, requested_networks=requested_networks)
+
     @upstream(_CONDUCTOR_RPCAPI, "ComputeTaskAPI.unshelve_instance", ref="newton-eol")
     def unshelve_instance(self, ctxt, instance: dict, request_spec: dict) -> None:
         self.client.cast(ctxt, "unshelve_instance", instance=instance,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import traceback
+from collections import defaultdict
 from pathlib import Path
 
 from opentelemetry import trace
@@ -40,13 +41,18 @@ _SCHEDULER_ERRORS = (scheduler_exception.SchedulerHostFilterNotFound,
 
 
 class SchedulerManager:
-    def __init__(self, db: Database, compute_rpcapi: ComputeAPI, tracer, state_dir=None):
+    def __init__(self, db: Database, compute_rpcapi: ComputeAPI, tracer, state_dir=None,
+                 placement_client=None, cells=None):
         self.db = db
         self.tracer = tracer
         self.compute_rpcapi = compute_rpcapi
+        # The modern topology: candidates and claims from placement, hosts mapped to cells.
+        self.placement_client = placement_client
+        self.cells = cells
         # [filter_scheduler] comes from the deployment's STATE_DIR/nova.conf.
         conf_path = None if state_dir is None else Path(state_dir).absolute() / CONF_NAME
-        self.driver = FilterScheduler(HostManager(db, tracer, conf_path), tracer)
+        self.driver = FilterScheduler(HostManager(db, tracer, conf_path), tracer,
+                                      placement_client=placement_client)
         # Selecting hosts reads usage from the DB; saving the host is the claim.
         # Nova resolves two schedulers racing for the last slot with compute-side
         # claims and a reschedule (later, placement allocations); novalab has one
@@ -106,10 +112,36 @@ class SchedulerManager:
         (upstream's compute host claims it when it builds). ``NoValidHost`` goes
         back to the caller.
         """
+        if self.placement_client is not None:
+            return self._select_with_placement(context, request_spec)
         with self._claim_lock:
             destinations = self.driver.select_destinations(context, request_spec)
             for uuid, dest in zip(request_spec["instance_uuids"], destinations, strict=True):
                 self._instance_update_db(context, uuid, dest)
+        return [dict(dest, limits={}) for dest in destinations]
+
+    def _select_with_placement(self, context, request_spec: dict) -> list[dict]:
+        """Since Pike: placement says which hosts could fit the request (allocation
+        candidates), the filters and weighers rank those, and the claim in placement
+        (not a row the scheduler saves) is what keeps a racing request off the same
+        resources. No instance row exists yet: the conductor creates it in the cell
+        of the host chosen here."""
+        if self.cells is not None:  # a host started a moment ago is mapped to its cell
+            self.cells.discover_hosts(context)
+        resources = resources_from_request_spec(request_spec)
+        alloc_reqs, _summaries = self.placement_client.get_allocation_candidates(
+            context, resources)
+        if not alloc_reqs:
+            LOG.info("Got no allocation candidates from placement for %s",
+                     request_spec["instance_uuids"])
+            raise exception.NoValidHost(reason="")
+        alloc_reqs_by_rp_uuid: dict[str, list] = defaultdict(list)
+        for alloc_req in alloc_reqs:
+            for rp_uuid in alloc_req["allocations"]:
+                alloc_reqs_by_rp_uuid[rp_uuid].append(alloc_req)
+        with self._claim_lock:  # one scheduler thread picks and claims at a time
+            destinations = self.driver.select_destinations(context, request_spec,
+                                                           alloc_reqs_by_rp_uuid)
         return [dict(dest, limits={}) for dest in destinations]
 
     @upstream("nova/scheduler/driver.py", "instance_update_db", ref="grizzly-eol")
@@ -141,3 +173,15 @@ class SchedulerManager:
                        terminal=(exception.InstanceNotFound,))
         except exception.InstanceNotFound:
             pass  # deleted while we were scheduling: the fault stays with the deleted row
+
+
+def resources_from_request_spec(request_spec: dict) -> dict[str, int]:
+    """Upstream's ``nova/scheduler/utils.py`` function of that name: the flavor as
+    placement resource classes; a server booted from a volume asks no DISK_GB
+    of the host (its root disk is in Cinder)."""
+    flavor = request_spec["flavor"]
+    resources = {"VCPU": flavor["vcpus"], "MEMORY_MB": flavor["memory_mb"]}
+    disk = (0 if request_spec.get("is_bfv") else flavor["root_gb"]) + flavor["ephemeral_gb"]
+    if disk:
+        resources["DISK_GB"] = disk
+    return resources

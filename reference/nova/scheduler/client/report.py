@@ -24,6 +24,8 @@ LOG = logging.getLogger(__name__)
 PATH = "nova/scheduler/client/report.py"
 # 1.20: POST /resource_providers answers the provider; 1.28: consumer generations.
 PLACEMENT_VERSION = "1.28"
+# [scheduler] max_placement_results: how many candidates the scheduler asks for.
+CANDIDATE_LIMIT = 1000
 
 
 class PlacementAPIError(exception.NovaLabException):
@@ -83,3 +85,46 @@ class SchedulerReportClient:
                 continue
             self._checked(response, 200)
             return
+
+    # The scheduler's claims (since Pike) -----------------------------------------------------
+
+    @upstream(PATH, "SchedulerReportClient.get_allocation_candidates")
+    def get_allocation_candidates(self, context: RequestContext,
+                                  resources: dict[str, int]) -> tuple[list, dict]:
+        """Which providers could hold ``resources`` (``GET /allocation_candidates``):
+        the allocation requests, and a summary of each provider they name."""
+        query = ",".join(f"{rc}:{amount}" for rc, amount in sorted(resources.items()))
+        body = self._checked(self._request(
+            "GET", f"/allocation_candidates?resources={query}&limit={CANDIDATE_LIMIT}"),
+            200).json()
+        return body["allocation_requests"], body["provider_summaries"]
+
+    @upstream(PATH, "SchedulerReportClient.claim_resources")
+    def claim_resources(self, context: RequestContext, consumer_uuid: str,
+                        alloc_request: dict, project_id: str, user_id: str) -> bool:
+        """Write ``alloc_request`` as the consumer's allocations (``PUT /allocations``).
+
+        A new consumer goes with ``consumer_generation`` null; placement answers
+        409 when a provider's generation moved on (someone claimed meanwhile) or
+        the capacity is gone: False, and the scheduler tries its next host.
+        """
+        response = self._request("PUT", f"/allocations/{consumer_uuid}", {
+            "allocations": alloc_request["allocations"], "project_id": project_id,
+            "user_id": user_id, "consumer_generation": None})
+        if response.status_code == 409:
+            LOG.info("Claim of %s refused by placement: %s", consumer_uuid,
+                     response.text[:300])
+            return False
+        self._checked(response, 204)
+        return True
+
+    @upstream(PATH, "SchedulerReportClient.delete_allocation_for_instance")
+    def delete_allocation_for_instance(self, context: RequestContext,
+                                       uuid: str) -> bool:
+        """Give the instance's resources back (``DELETE /allocations/{uuid}``);
+        False when it had none (a 404), as upstream's ``force=True`` delete."""
+        response = self._request("DELETE", f"/allocations/{uuid}")
+        if response.status_code == 404:
+            return False
+        self._checked(response, 204)
+        return True

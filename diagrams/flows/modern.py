@@ -342,10 +342,17 @@ def _candidates(q: Query):
     return q.found(_call_below(q, "Nova-scheduler", "Placement", _CANDIDATES, q.step(9)))
 
 
+_SCHEDULE_DRIVER = function("FilterScheduler._schedule")
+
+
 @rule(12)
 def _host_states(q: Query):
-    """nova-scheduler's first SQL SELECT from compute_nodes below step 9."""
-    return q.found(_below(q, "Nova-scheduler", sql("SELECT", "compute_nodes"), q.step(9)))
+    """nova-scheduler's first SQL SELECT from compute_nodes inside FilterScheduler._schedule,
+    below step 9 (the host states the filters and weighers read, not a discovery of new
+    hosts)."""
+    reads = [s for s in q.spans("Nova-scheduler", sql("SELECT", "compute_nodes"), under=q.step(9))
+             if any(_SCHEDULE_DRIVER(a) for a in q.trace.ancestors(s))] if q.step(9) else []
+    return q.found(reads[0] if reads else None)
 
 
 @rule(13)

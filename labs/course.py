@@ -3,7 +3,8 @@
 A lab is a folder of data and two small Python files; the runner knows no lab::
 
     labs/04-scheduling/
-      lab.toml       title, the 58-step numbers it teaches, what it needs, the names
+      lab.toml       title, the 58-step numbers it teaches (modern_steps: those of
+                     today's boot, the modern table, if any), what it needs, the names
                      the learner uses ({user} is the learner's keystone user), questions,
                      and [cloud] computes = N when the lab cloud needs N compute hosts
       guide.md       the guide: "## Step N: title" sections, guided then graded
@@ -58,6 +59,7 @@ class Lab:
     questions: dict[str, str] = field(default_factory=dict)
     faults: tuple[str, ...] = ()  # fault knobs the lab injects (cleared by finish)
     computes: int = 1           # [cloud] computes: compute hosts the lab cloud runs for it
+    modern_steps: tuple[int, ...] = ()  # steps of the modern table (today's boot) it teaches
 
     @classmethod
     def load(cls, folder: Path) -> Lab:
@@ -70,7 +72,8 @@ class Lab:
                    steps=tuple(meta.get("steps", ())), needs=tuple(meta.get("needs", ())),
                    names=dict(meta.get("names", {})), questions=dict(meta.get("questions", {})),
                    faults=tuple(meta.get("faults", ())),
-                   computes=int(meta.get("cloud", {}).get("computes", 1)))
+                   computes=int(meta.get("cloud", {}).get("computes", 1)),
+                   modern_steps=tuple(meta.get("modern_steps", ())))
 
     # The texts --------------------------------------------------------------------------
 
@@ -140,6 +143,11 @@ class Lab:
     @property
     def step_groups(self) -> str:
         return ranges(self.steps)
+
+    @property
+    def modern_groups(self) -> str:
+        """The modern table's steps this lab teaches, as ranges (``-`` for none)."""
+        return ranges(self.modern_steps)
 
     @property
     def needs_text(self) -> str:

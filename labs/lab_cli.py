@@ -105,13 +105,13 @@ def lab_list():
     records = Progress(clouds.home, user).all()
     table = Table(title=f"the novalab course ({user})", title_justify="left", box=None,
                   header_style="bold")
-    for column in ("lab", "title", "steps of the 58", "needs", "state"):
+    for column in ("lab", "title", "steps of the 58", "modern steps", "needs", "state"):
         table.add_column(column)
     for lab in labs():
         record = records.get(lab.name, {})
         state = "[green]done[/]" if record.get("done") else \
             "started" if record.get("started") and not record.get("finished") else "-"
-        table.add_row(lab.number, lab.title, lab.step_groups,
+        table.add_row(lab.number, lab.title, lab.step_groups, lab.modern_groups,
                       lab.needs_text, state)
     out.print(table)
 
@@ -151,7 +151,9 @@ def lab_start(name, cloud_kind, state_dir):
         prepare.start(ctx)
     Progress(clouds.home, ctx.user).started(lab.name, str(cloud.state_dir))
     _markdown(f"# {lab.number} {lab.title}\n\n{lab.summary}\n\n"
-              f"**Steps of the 58-step flow:** {lab.step_groups}")
+              f"**Steps of the 58-step flow:** {lab.step_groups}"
+              + (f"; **of today's boot (modern):** {lab.modern_groups}" if lab.modern_steps
+                 else ""))
     if ctx.names:
         out.print("names to use: " + ", ".join(f"{k} [bold]{v}[/]" for k, v in ctx.names.items()))
     out.print(f"cloud: {cloud.kind} ({cloud.state_dir}), user {ctx.user}; your folder: "

@@ -14,9 +14,10 @@ from novalab.diagrams.flows import get_flow
 from novalab.labs.course import Lab, labs, ranges
 
 
-def _objectives(lab: Lab) -> str:
-    flow = get_flow("classic")
-    lines = [f"| {n} | {flow.step(n).request} | {flow.step(n).text} |" for n in lab.steps]
+def _objectives(lab: Lab, flow_name: str = "classic") -> str:
+    flow = get_flow(flow_name)
+    numbers = lab.steps if flow_name == "classic" else lab.modern_steps
+    lines = [f"| {n} | {flow.step(n).request} | {flow.step(n).text} |" for n in numbers]
     return "| step | request | description |\n|---|---|---|\n" + "\n".join(lines)
 
 
@@ -30,6 +31,9 @@ def page(lab: Lab) -> str:
                 else ""), "",
              f"## Objectives: steps {lab.step_groups} of the 58-step flow", "",
              _objectives(lab), ""]
+    if lab.modern_steps:
+        parts += [f"## Objectives: steps {lab.modern_groups} of today's boot (the modern flow)",
+                  "", _objectives(lab, "modern"), ""]
     if lab.names:
         parts += ["## Names to use", "", "`{user}` is your keystone user "
                   "(`demo` on the lab cloud).", ""]
@@ -46,16 +50,19 @@ def page(lab: Lab) -> str:
 
 def index(course: list[Lab]) -> str:
     rows = [f"| [{lab.number}]({lab.name}.md) | {lab.title} | {lab.step_groups} | "
-            f"{lab.needs_text} |" for lab in course]
+            f"{lab.modern_groups} | {lab.needs_text} |" for lab in course]
     taught = ranges({n for lab in course for n in lab.steps})
+    modern = ranges({n for lab in course for n in lab.modern_steps})
     return "\n".join([
         "# The novalab course", "",
         "Each lab walks one part of the classic 58-step boot and is graded from what "
         "really happened: the cloud's state, your own boot's trace, the files you wrote.",
         "", "```sh", "novalab lab list            # the course map", "novalab lab start 00"
         "          # then: novalab lab step 00, novalab lab grade 00", "```", "",
-        "| lab | title | steps of the 58 | needs |", "|---|---|---|---|", *rows, "",
-        f"Steps taught across the course: {taught}.", "",
+        "| lab | title | steps of the 58 | modern steps | needs |", "|---|---|---|---|---|",
+        *rows, "",
+        f"Steps taught across the course: {taught}; of today's boot (the modern flow, "
+        f"`novalab flow compare` lines it up with the 58): {modern}.", "",
         "These pages are written by `novalab lab docs` from `labs/NN-name/`.", ""])
 
 

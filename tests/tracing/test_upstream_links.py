@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from novalab.reference.deploy.boot import BootRequest, boot
 from novalab.tracing import attributes as attr
 from novalab.tracing import upstream_index
@@ -64,8 +66,9 @@ def test_every_link_in_the_source_exists_upstream():
                                                  "with scripts/upstream_index.py"])
 
 
-def test_every_link_in_a_boot_trace_exists_upstream(cloud):
-    result = boot(cloud, BootRequest(name="upstream-links"))
+@pytest.mark.parametrize("topology", ["classic", "modern"])
+def test_every_link_in_a_boot_trace_exists_upstream(cloud_factory, topology):
+    result = boot(cloud_factory(topology=topology), BootRequest(name="upstream-links"))
     assert result.active, result.server
     links, problems = [], []
     for span in result.spans:

@@ -27,6 +27,8 @@ from novalab.reference.deploy.boot import BootRequest
 from novalab.reference.deploy.client import CloudClient
 from novalab.reference.deploy.running import boot_against_running
 from novalab.reference.deploy.statedir import StateDir
+from novalab.tracing.model import Trace
+from novalab.tracing.otlp_json import spans_from_otlp
 
 pytestmark = [pytest.mark.amqp, pytest.mark.postgresql]
 
@@ -123,10 +125,21 @@ def test_status_shows_the_topology_and_every_units_rpc_topics(cloud):
             assert topic in status.stderr, f"{unit}'s {topic} is not in status"
 
 
-def test_a_boot_on_the_modern_deployment_ends_active(cloud):
-    result = boot_against_running(cloud["state"].root, BootRequest(name="modern-up",
-                                                                   volume_size=None))
+def test_a_boot_on_the_modern_deployment_ends_active_and_shows_the_modern_flow(cloud):
+    state = cloud["state"]
+    result = boot_against_running(state.root, BootRequest(name="modern-up", volume_size=None))
     assert result.active, result.server
+    trace = Trace.of(spans_from_otlp(result.document))
+    assert "placement-api" in trace.services
+    # `flow check` with no --flow projects it onto the table of the chain that ran.
+    check = subprocess.run([sys.executable, "-m", "novalab.labs.cli", "flow", "check",
+                            "--state-dir", str(state.root), "--server", "modern-up"],
+                           capture_output=True, text=True, timeout=120)
+    head = check.stdout.splitlines()[:2]
+    assert head[0].startswith("flow modern: "), check.stdout[-2000:] + check.stderr
+    assert head[1].startswith("picked from the trace: span "
+                              "'ComputeTaskManager.schedule_and_build_instances' of "
+                              "nova-conductor")
 
 
 def test_up_keeps_the_running_topology_and_refuses_another(cloud):

@@ -260,6 +260,10 @@ class ShelveMixin:
             context, instance, expected=[task_states.SHELVING, task_states.SHELVING_OFFLOADING],
             power_state=current_power_state, vm_state=vm_states.SHELVED_OFFLOADED,
             task_state=None)
+        # The host holds nothing for it now: neither does placement (modern topology;
+        # upstream's ``delete_allocation_for_shelve_offloaded_instance``). Unshelve
+        # claims again wherever the scheduler puts it.
+        self._delete_allocation_for_instance(context, instance)
         # As upstream, a second save: no RPC may reach this instance through a host now.
         self._instance_update(context, instance, expected=None, host=None, node=None)
 

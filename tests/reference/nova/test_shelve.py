@@ -17,6 +17,7 @@ import time
 import pytest
 
 from novalab.reference.nova.compute import shelve as compute_shelve
+from novalab.reference.nova.compute.utils import compute_node_uuid
 from novalab.reference.nova.db import api as db_api
 from novalab.reference.nova.utils import (
     get_image_from_system_metadata,
@@ -26,6 +27,24 @@ from novalab.reference.nova.virt.libvirt import driver as libvirt_driver
 from novalab.tracing import attributes as attr
 
 TIMEOUT = 60  # seconds: a bound for a wait that fails with what it saw
+
+
+@pytest.fixture(scope="module", params=["classic", "modern"])
+def shared_cloud(request, tmp_path_factory):
+    """One cloud per topology: shelve and unshelve must hold on both (the modern
+    one also gives its placement claim back at the offload and claims again)."""
+    from tests.conftest import make_cloud
+
+    with make_cloud(tmp_path_factory.mktemp(request.param),
+                    topology=request.param) as running:
+        yield running
+    running.telemetry.shutdown()
+
+
+def claims(session, server_id) -> dict:
+    """The server's allocations in placement ({} when it has none)."""
+    url = session.client.endpoint("placement") + f"/allocations/{server_id}"
+    return session.request("GET", url).json()["allocations"]
 
 
 def _wait(what: str, check, timeout: float = TIMEOUT):
@@ -150,6 +169,9 @@ def test_shelve_offload_and_unshelve_keep_the_port_and_the_volume(shared_cloud, 
     assert unbound["id"] == port["id"]
     assert (unbound["binding:host_id"], unbound["status"]) == ("", "DOWN")
     assert volume_status(demo, volume["id"]) == "reserved"
+    modern = cloud.config.topology == "modern"
+    if modern:
+        assert claims(admin, server_id) == {}
     system_metadata = db_api.instance_get_by_uuid(cloud.compute_api.db,
                                                   server_id)["system_metadata"]
     assert system_metadata["shelved_host"] == "compute-1"
@@ -183,6 +205,8 @@ def test_shelve_offload_and_unshelve_keep_the_port_and_the_volume(shared_cloud, 
     assert (rebound["id"], rebound["binding:host_id"], rebound["status"]) == \
         (port["id"], "compute-1", "ACTIVE")
     assert volume_status(demo, volume["id"]) == "in-use"
+    if modern:  # claimed again by the scheduler, on the host it came back to
+        assert list(claims(admin, server_id)) == [compute_node_uuid("compute-1")]
     assert image_status(demo, image_id) == 404
     instance = db_api.instance_get_by_uuid(cloud.compute_api.db, server_id)
     assert instance["image_ref"] == cloud.cirros["id"]

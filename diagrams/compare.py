@@ -38,6 +38,7 @@ class Pair:
     change: str  # SAME, MOVED, NEW or CLASSIC_ONLY
     note: str
     theme: str = ""  # the QUESTIONS key a MOVED row answers
+    moved_from: tuple[int, ...] = ()  # classic steps (lined up on an earlier row) moved here
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ MAPPING = (
     Pair((), (17, 18, 19, 20), MOVED,
          "New home of classic step 5's row: the conductor finds the host's cell (host "
          "mapping), creates the instance there, points the mapping at the cell and deletes "
-         "the build request.", "row"),
+         "the build request.", "row", moved_from=(5, 11)),
     Pair((12,), (21,), MOVED,
          "build_and_run_instance is cast by the conductor, not by the scheduler.", "host"),
     Pair((13,), (22,), SAME, "The host takes build_and_run_instance off compute.<host>."),
@@ -272,6 +273,8 @@ def render_text(c: Comparison) -> str:
         tag = pair.change + (f": {pair.theme}" if pair.theme else "")
         lines.append("")
         lines.append(f"[{tag}] classic {_ranges(pair.classic)} | modern {_ranges(pair.modern)}")
+        if pair.moved_from:
+            lines.append(f"  classic   moved here from step(s) {_ranges(pair.moved_from)}")
         for side in (*row.classic, *row.modern):
             lines.append(f"  {side.table:<8}{side.step.number:>3}  {side.step.request}: "
                          f"{side.step.text}")
@@ -298,7 +301,7 @@ th{background:#eceff1}
 .span.missing{color:#c62828;font-weight:bold}
 tr.moved td{background:#fff8e1}tr.new td{background:#e8f5e9}
 tr.classic-only td{background:#fafafa;color:#616161}
-.change{font-weight:bold;white-space:nowrap}.note{font-size:.9em}
+.change{font-weight:bold;white-space:nowrap}.from{font-style:italic}.note{font-size:.9em}
 .answers td{background:#fff}
 #pairs td:first-child,#pairs td:last-child{width:38%}
 """
@@ -314,6 +317,15 @@ def _side_html(side: Side) -> str:
             f'data-step="{side.step.number}"><span class="num">{side.step.number}</span> '
             f'<span class="req">{escape(side.step.request)}</span>: '
             f"{escape(side.step.text)}{span}</div>")
+
+
+def _moved_from(pair: Pair) -> str:
+    """The classic cell of a row the classic table has no step for (``-``), or the links
+    to the classic steps whose work moved here."""
+    if not pair.moved_from:
+        return "-"
+    links = ", ".join(f'<a href="#classic-{n}">{n}</a>' for n in pair.moved_from)
+    return f'<div class="from">moved here from classic step {links}</div>'
 
 
 def render_html(c: Comparison) -> str:
@@ -338,7 +350,7 @@ def render_html(c: Comparison) -> str:
             f'<tr class="{css}" data-change="{escape(pair.change)}" '
             f'data-theme="{pair.theme}" data-classic="{_ranges(pair.classic)}" '
             f'data-modern="{_ranges(pair.modern)}">'
-            f'<td>{"".join(_side_html(s) for s in row.classic) or "-"}</td>'
+            f'<td>{"".join(_side_html(s) for s in row.classic) or _moved_from(pair)}</td>'
             f'<td><div class="change">{escape(pair.change)}'
             f'{": " + escape(pair.theme) if pair.theme else ""}</div>'
             f'<div class="note">{escape(pair.note)}</div></td>'

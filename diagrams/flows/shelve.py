@@ -548,10 +548,15 @@ ACTIONS = ("shelve", "shelveOffload", "unshelve")
 
 
 def _actions_of(spans: Iterable[Span], server_id: str) -> list[tuple[int, str]]:
-    """(start, action) of each shelve-family server action of ``server_id`` in ``spans``."""
-    return sorted((s.start_ns, str(s.get(attr.NOVA_INSTANCE_ACTION))) for s in spans
-                  if s.service == "nova-api" and s.get(attr.NOVA_INSTANCE_ACTION) in ACTIONS
-                  and s.get(attr.NOVA_INSTANCE_UUID) == server_id)
+    """(start, action) of each shelve-family server action of ``server_id`` in ``spans``:
+    the first nova-api span recording it (the controller; the action record says it too)."""
+    first: dict[str, int] = {}
+    for span in spans:
+        action = span.get(attr.NOVA_INSTANCE_ACTION)
+        if span.service == "nova-api" and action in ACTIONS and \
+                span.get(attr.NOVA_INSTANCE_UUID) == server_id:
+            first[action] = min(first.get(action, span.start_ns), span.start_ns)
+    return sorted((start, action) for action, start in first.items())
 
 
 def cycles(traces: dict[str, list[Span]], server_id: str) -> list[list[str]]:

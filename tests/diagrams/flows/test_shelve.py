@@ -1,0 +1,143 @@
+"""The shelve flow on a real shelve, offload and unshelve of one server.
+
+One embedded cloud for the module, writing its spans to a trace store as
+``novalab serve`` does. A server is booted, then shelved and unshelved by a
+client that sends no ``traceparent`` (as the ``openstack`` CLI): two requests,
+two traces, which the flow sees as one session (``shelve.select``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import click
+import pytest
+from click.testing import CliRunner
+from conftest import Session
+
+from novalab.diagrams.check import check
+from novalab.diagrams.cli import register
+from novalab.diagrams.flows import detect, get_flow
+from novalab.diagrams.flows.model import RETURN
+from novalab.diagrams.flows.shelve import SESSION_ROOT, select
+from novalab.diagrams.load import load_trace
+from novalab.reference.deploy.boot import BootRequest, boot
+from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
+from novalab.tracing import attributes as attr
+from novalab.tracing.setup import Telemetry
+from novalab.tracing.store import TraceStore
+
+FLOW = get_flow("shelve")
+TIMEOUT = 60  # seconds: bounds each wait, which fails saying what it saw
+
+
+@click.group()
+def novalab():
+    """Stand-in for the `novalab` group of labs/cli.py."""
+
+
+register(novalab)
+
+
+def run(*args):
+    return CliRunner().invoke(novalab, [str(a) for a in args], catch_exceptions=False)
+
+
+def _wait_status(session: Session, server_id: str, status: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        server = session.request("GET", f"{session.compute}/servers/{server_id}").json()["server"]
+        seen = (server["status"], server["OS-EXT-STS:task_state"])
+        if seen == (status, None):
+            return
+        assert server["status"] != "ERROR" and time.monotonic() < deadline, (seen, server)
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def shelved(tmp_path_factory):
+    """``(state_dir, server_id, {action: request id})`` after a boot, a shelve (offloaded
+    at once) and an unshelve."""
+    state_dir = tmp_path_factory.mktemp("shelve-flow") / "cloud"
+    telemetry = Telemetry(memory=True, otlp=False, file_path=state_dir / "traces" / "serve.jsonl")
+    with EmbeddedCloud(CloudConfig(state_dir=state_dir), telemetry) as cloud:
+        result = boot(cloud, BootRequest(name="shelf"))
+        assert result.active, result.server
+        server_id = result.server["id"]
+        session = Session(cloud, "demo", "demo")
+        request_ids = {}
+        try:
+            for action, status in (("shelve", "SHELVED_OFFLOADED"), ("unshelve", "ACTIVE")):
+                answer = session.request("POST", f"{session.compute}/servers/{server_id}/action",
+                                         json={action: None})
+                assert answer.status_code == 202, answer.text
+                request_ids[action] = answer.headers["X-OpenStack-Request-ID"]
+                _wait_status(session, server_id, status)
+        finally:
+            session.close()
+        cloud.wait_idle()
+        telemetry.force_flush()
+        yield state_dir, server_id, request_ids
+    telemetry.shutdown()
+
+
+@pytest.fixture(scope="module")
+def session_trace(shelved):
+    state_dir, _server_id, _ids = shelved
+    return load_trace(select(TraceStore(state_dir), server="shelf", timeout=TIMEOUT))
+
+
+def test_a_real_shelve_and_unshelve_match_every_step_in_order(shelved, session_trace):
+    _state_dir, server_id, request_ids = shelved
+    report = check(session_trace, FLOW)
+    assert [r.step.number for r in report.results if not r.matched] == []
+    assert report.summary == f"{len(FLOW.steps)}/{len(FLOW.steps)} steps matched, 0 out of order"
+    # Two requests, two traces, joined under one synthetic root that links to both.
+    root = session_trace.root
+    assert (root.name, root.get(attr.NOVA_INSTANCE_UUID)) == (SESSION_ROOT, server_id)
+    assert sorted(link.attributes[attr.NOVALAB_STITCH_ROLE] for link in root.links) == \
+        ["shelve", "unshelve"]
+    ids = {s.get(attr.OPENSTACK_REQUEST_ID) for s in session_trace}
+    assert set(request_ids.values()) <= ids
+    # The steps stand on what really ran: the shelve's cast went to the host, the
+    # unshelve's through the conductor, which called the scheduler.
+    assert report.result(4).span.get(attr.RPC_METHOD) == "shelve_instance"
+    assert report.result(20).span.get(attr.NOVALAB_RPC_STYLE) == "call"
+    assert report.result(26).span.host == "compute-1"
+    assert detect(session_trace)[0] == "shelve"
+
+
+def test_flow_check_and_diagram_find_the_session_in_the_store(shelved, session_trace, tmp_path):
+    state_dir, _server_id, request_ids = shelved
+    by_name = run("flow", "check", "--flow", "shelve", "--server", "shelf",
+                  "--state-dir", state_dir)
+    assert by_name.exit_code == 0, by_name.output
+    assert by_name.output.rstrip().endswith(
+        f"{len(FLOW.steps)}/{len(FLOW.steps)} steps matched, 0 out of order")
+    assert f"trace {session_trace.trace_id}" in by_name.output
+    by_request = run("flow", "check", "--flow", "shelve", "--request-id",
+                     request_ids["unshelve"], "--state-dir", state_dir)
+    assert by_request.exit_code == 0
+    assert f"trace {session_trace.trace_id}" in by_request.output
+    # Without --flow, --server is the server's boot, projected onto the classic table.
+    boot_only = run("flow", "check", "--server", "shelf", "--state-dir", state_dir)
+    assert "flow classic" in boot_only.output
+    svg = tmp_path / "shelve.svg"
+    drawn = run("diagram", "--flow", "shelve", "--server", "shelf", "--state-dir", state_dir,
+                "--format", "svg", "-o", svg)
+    assert drawn.exit_code == 0, drawn.output
+    text = svg.read_text()
+    assert text.startswith("<svg") or "<svg" in text[:200]
+    for step in (FLOW.step(1), FLOW.step(30)):
+        assert step.text.split(":")[0] in text
+
+
+def test_without_glance_spans_exactly_its_steps_are_missing(session_trace):
+    """Steps to or from Glance (and nothing else) stand on glance-api's spans."""
+    gone = load_trace([s for s in session_trace if s.service != "glance-api"])
+    report = check(gone, FLOW)
+    glance = {s.number for s in FLOW.steps
+              if "Glance.api" in (s.source, s.target) and s.kind != RETURN}
+    assert glance  # the table does draw Glance
+    assert {r.step.number for r in report.results if r.missing} == glance
+    assert not report.out_of_order

@@ -9,7 +9,10 @@ page sets beside it is the recorded whole-cast boot of ``fixtures/``.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
 
 import click
 import pytest
@@ -113,7 +116,7 @@ def test_without_placements_spans_exactly_its_steps_are_missing(modern_trace):
     assert [r.step.number for r in report.results if r.warning] == []
 
 
-def test_its_sequence_diagram_renders(modern_trace):
+def test_its_sequence_diagram_renders(modern_trace, tmp_path):
     view = sequence.from_check(check(modern_trace, FLOW))
     assert len(view.arrows) == len(FLOW.steps) and len(view.participants) == len(FLOW.lifelines)
     svg = sequence.render(view, "svg")
@@ -124,6 +127,21 @@ def test_its_sequence_diagram_renders(modern_trace):
     mermaid = sequence.render(view, "mermaid")
     assert mermaid.count("->>") + mermaid.count("-->>") + mermaid.count("-)") >= len(FLOW.steps)
     assert "@startuml" in sequence.render(view, "plantuml")
+    # Chromium parses the SVG and draws every lifeline and arrow (skipped without it).
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        if os.environ.get("NOVALAB_REQUIRE_SERVICES") == "1":
+            pytest.fail("chromium is not installed (Debian: apt-get install -y chromium)")
+        return
+    path = tmp_path / "sequence.svg"
+    path.write_text(svg)
+    done = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                           "--no-first-run", "--disable-background-networking",
+                           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                           path.as_uri()], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "This page contains the following errors" not in done.stdout
+    assert len(re.findall(r'<g class="arrow[ "]', done.stdout)) == len(FLOW.steps)
 
 
 @click.group()

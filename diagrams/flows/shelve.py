@@ -35,6 +35,7 @@ modern topology, the token checks, the instance-action events) change nothing.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import time
 from collections.abc import Iterable
@@ -197,9 +198,19 @@ GLOBAL_NOTES = (
 RULES = {}
 
 
-def rule(number):
+def rule(number, after: int | None = None):
+    """Register ``func`` as step ``number``'s rule. With ``after``, the step is looked for
+    only below step ``after``'s span: without that step, this one is missing too (never
+    taken from another request of the session)."""
     def register(func):
-        RULES[number] = func
+        if after is None:
+            RULES[number] = func
+            return func
+
+        @functools.wraps(func)
+        def anchored(q: Query):
+            return func(q) if q.step(after) is not None else None
+        RULES[number] = anchored
         return func
     return register
 
@@ -238,20 +249,20 @@ def _shelve(q: Query):
     return q.found(_action_request(q, "shelve"))
 
 
-@rule(2)
+@rule(2, after=1)
 def _save_shelving(q: Query):
     """nova-api's first SQL UPDATE of instances below step 1."""
     return q.found(q.first("Nova.api", sql("UPDATE", "instances"), under=q.step(1)))
 
 
-@rule(3)
+@rule(3, after=1)
 def _create_image(q: Query):
     """glance-api's SERVER span for POST /v2/images called by nova-api below step 1."""
     return q.found(q.request("Nova.api", "Glance.api", server=http_server("POST", r"/images$"),
                              under=q.step(1)))
 
 
-@rule(4)
+@rule(4, after=1)
 def _cast_shelve(q: Query):
     """nova-api's PRODUCER span of the rpc cast shelve_instance below step 1."""
     return q.found(q.first("Nova.api", send("cast", method="shelve_instance"),
@@ -264,7 +275,7 @@ def _compute_takes_shelve(q: Query):
     return q.found(next(iter(q.consumers_of(q.step(4), "Nova-compute")), None))
 
 
-@rule(7)
+@rule(7, after=6)
 def _power_off(q: Query):
     """nova-compute's libvirt CLIENT span shutdown (or destroy) inside
     ComputeManager._power_off_instance below step 6: the first, the shelve's own (the
@@ -280,7 +291,7 @@ def _power_off(q: Query):
                               "power off's first libvirt call stands in"))
 
 
-@rule(8)
+@rule(8, after=6)
 def _upload(q: Query):
     """glance-api's SERVER span for PUT /v2/images/<id>/file called by nova-compute below
     step 6."""
@@ -289,7 +300,7 @@ def _upload(q: Query):
                              under=q.step(6)))
 
 
-@rule(9)
+@rule(9, after=8)
 def _store(q: Query):
     """A Ceph SERVER span (ceph-rgw's PUT, or an OSD's write for an rbd store) called by
     glance-api below step 8."""
@@ -298,7 +309,7 @@ def _store(q: Query):
     return q.found(q.request("Glance.api", "Ceph", server=write, under=q.step(8)))
 
 
-@rule(10)
+@rule(10, after=6)
 def _save_shelved(q: Query):
     """nova-conductor's first span below step 6 recording nova.instance.vm_state = shelved."""
     return q.found(_saved(q, "shelved", q.step(6)))
@@ -319,8 +330,10 @@ def _offload(q: Query) -> Span | None:
 def _unbind_ports(q: Query):
     """neutron-server's SERVER span for PUT /v2.0/ports/<id> called by nova-compute below
     ComputeManager._shelve_offload_instance."""
-    return q.found(q.request("Nova-compute", "Neutron-server",
-                             server=http_server("PUT", r"/ports/[^/]+$"), under=_offload(q)))
+    offload = _offload(q)
+    return q.found(offload and q.request("Nova-compute", "Neutron-server",
+                                         server=http_server("PUT", r"/ports/[^/]+$"),
+                                         under=offload))
 
 
 @rule(12)
@@ -328,8 +341,9 @@ def _destroy(q: Query):
     """nova-compute's first libvirt CLIENT span destroy, undefineFlags or undefine below
     ComputeManager._shelve_offload_instance."""
     gone = ("destroy", "undefineFlags", "undefine")
-    return q.found(q.first("Nova-compute", lambda s: _LIBVIRT(s) and
-                           s.get(attr.RPC_METHOD) in gone, under=_offload(q)))
+    offload = _offload(q)
+    return q.found(offload and q.first("Nova-compute", lambda s: _LIBVIRT(s) and
+                                       s.get(attr.RPC_METHOD) in gone, under=offload))
 
 
 @rule(13)
@@ -346,13 +360,13 @@ def _unshelve(q: Query):
     return q.found(_action_request(q, "unshelve"))
 
 
-@rule(15)
+@rule(15, after=14)
 def _save_unshelving(q: Query):
     """nova-api's first SQL UPDATE of instances below step 14."""
     return q.found(q.first("Nova.api", sql("UPDATE", "instances"), under=q.step(14)))
 
 
-@rule(16)
+@rule(16, after=14)
 def _cast_unshelve(q: Query):
     """nova-api's PRODUCER span of the rpc cast unshelve_instance below step 14."""
     return q.found(q.first("Nova.api", send("cast", method="unshelve_instance"),
@@ -365,7 +379,7 @@ def _conductor_takes_unshelve(q: Query):
     return q.found(next(iter(q.consumers_of(q.step(16), "Nova-conductor")), None))
 
 
-@rule(19)
+@rule(19, after=18)
 def _conductor_reads_image(q: Query):
     """glance-api's SERVER span for GET /v2/images/<id> called by nova-conductor below
     step 18."""
@@ -373,7 +387,7 @@ def _conductor_reads_image(q: Query):
                              server=http_server("GET", r"/images/[^/]+$"), under=q.step(18)))
 
 
-@rule(20)
+@rule(20, after=18)
 def _call_scheduler(q: Query):
     """nova-conductor's PRODUCER span of the rpc call select_destinations below step 18."""
     return q.found(q.first("Nova-conductor", send("call", method="select_destinations"),
@@ -386,14 +400,14 @@ def _scheduler_takes_call(q: Query):
     return q.found(next(iter(q.consumers_of(q.step(20), "Nova.scheduler")), None))
 
 
-@rule(22)
+@rule(22, after=21)
 def _read_hosts(q: Query):
     """nova-scheduler's first SQL SELECT from compute_nodes below step 21."""
     return q.found(q.first("Nova.scheduler", sql("SELECT", "compute_nodes"),
                            under=q.step(21)))
 
 
-@rule(23)
+@rule(23, after=21)
 def _scheduler_replies(q: Query):
     """nova-scheduler's PRODUCER span of the reply below step 21."""
     return q.found(q.first("Nova.scheduler", send("reply"), under=q.step(21)))
@@ -407,7 +421,7 @@ def _conductor_takes_reply(q: Query):
                                             consume("receive"))), None), edge="end")
 
 
-@rule(25)
+@rule(25, after=18)
 def _cast_to_host(q: Query):
     """nova-conductor's PRODUCER span of the rpc cast unshelve_instance to a compute.* topic
     below step 18."""
@@ -421,7 +435,7 @@ def _compute_takes_unshelve(q: Query):
     return q.found(next(iter(q.consumers_of(q.step(25), "Nova-compute")), None))
 
 
-@rule(27)
+@rule(27, after=26)
 def _bind_ports(q: Query):
     """neutron-server's first SERVER span for PUT /v2.0/ports/<id> called by nova-compute
     below step 26."""
@@ -429,7 +443,7 @@ def _bind_ports(q: Query):
                              server=http_server("PUT", r"/ports/[^/]+$"), under=q.step(26)))
 
 
-@rule(28)
+@rule(28, after=26)
 def _get_image(q: Query):
     """glance-api's first SERVER span for GET /v2/images/<id> called by nova-compute below
     step 26."""
@@ -437,7 +451,7 @@ def _get_image(q: Query):
                              server=http_server("GET", r"/images/[^/]+$"), under=q.step(26)))
 
 
-@rule(29)
+@rule(29, after=26)
 def _download(q: Query):
     """A Ceph SERVER span called by nova-compute below step 26 that reads the image: the
     gateway's GET of the object, or an OSD read outside libvirt (not the guest's disk);
@@ -454,7 +468,7 @@ def _download(q: Query):
                    note="the image's data came through glance-api")
 
 
-@rule(30)
+@rule(30, after=26)
 def _start_guest(q: Query):
     """nova-compute's libvirt CLIENT span createWithFlags (or create) below step 26."""
     return q.found(q.first("Nova-compute", lambda s: _LIBVIRT(s) and
@@ -462,7 +476,7 @@ def _start_guest(q: Query):
                            under=q.step(26)))
 
 
-@rule(31)
+@rule(31, after=26)
 def _delete_image(q: Query):
     """glance-api's SERVER span for DELETE /v2/images/<id> called by nova-compute below
     step 26."""
@@ -471,7 +485,7 @@ def _delete_image(q: Query):
                              under=q.step(26)))
 
 
-@rule(32)
+@rule(32, after=26)
 def _save_active(q: Query):
     """nova-conductor's first span below step 26 recording nova.instance.vm_state = active."""
     return q.found(_saved(q, "active", q.step(26)))

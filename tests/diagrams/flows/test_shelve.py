@@ -43,6 +43,15 @@ def run(*args):
     return CliRunner().invoke(novalab, [str(a) for a in args], catch_exceptions=False)
 
 
+def _act(session: Session, server_id: str, action: str, status: str) -> str:
+    """POST the server action, wait for ``status``; the request id."""
+    answer = session.request("POST", f"{session.compute}/servers/{server_id}/action",
+                             json={action: None})
+    assert answer.status_code == 202, answer.text
+    _wait_status(session, server_id, status)
+    return answer.headers["X-OpenStack-Request-ID"]
+
+
 def _wait_status(session: Session, server_id: str, status: str) -> None:
     deadline = time.monotonic() + TIMEOUT
     while True:
@@ -56,8 +65,8 @@ def _wait_status(session: Session, server_id: str, status: str) -> None:
 
 @pytest.fixture(scope="module")
 def shelved(tmp_path_factory):
-    """``(state_dir, server_id, {action: request id})`` after a boot, a shelve (offloaded
-    at once) and an unshelve."""
+    """``(state_dir, server_id, {action: request id}, cloud)`` after a boot, a shelve
+    (offloaded at once) and an unshelve."""
     state_dir = tmp_path_factory.mktemp("shelve-flow") / "cloud"
     telemetry = Telemetry(memory=True, otlp=False, file_path=state_dir / "traces" / "serve.jsonl")
     with EmbeddedCloud(CloudConfig(state_dir=state_dir), telemetry) as cloud:
@@ -68,27 +77,23 @@ def shelved(tmp_path_factory):
         request_ids = {}
         try:
             for action, status in (("shelve", "SHELVED_OFFLOADED"), ("unshelve", "ACTIVE")):
-                answer = session.request("POST", f"{session.compute}/servers/{server_id}/action",
-                                         json={action: None})
-                assert answer.status_code == 202, answer.text
-                request_ids[action] = answer.headers["X-OpenStack-Request-ID"]
-                _wait_status(session, server_id, status)
+                request_ids[action] = _act(session, server_id, action, status)
         finally:
             session.close()
         cloud.wait_idle()
         telemetry.force_flush()
-        yield state_dir, server_id, request_ids
+        yield state_dir, server_id, request_ids, cloud
     telemetry.shutdown()
 
 
 @pytest.fixture(scope="module")
 def session_trace(shelved):
-    state_dir, _server_id, _ids = shelved
+    state_dir, _server_id, _ids, _cloud = shelved
     return load_trace(select(TraceStore(state_dir), server="shelf", timeout=TIMEOUT))
 
 
 def test_a_real_shelve_and_unshelve_match_every_step_in_order(shelved, session_trace):
-    _state_dir, server_id, request_ids = shelved
+    _state_dir, server_id, request_ids, _cloud = shelved
     report = check(session_trace, FLOW)
     assert [r.step.number for r in report.results if not r.matched] == []
     assert report.summary == f"{len(FLOW.steps)}/{len(FLOW.steps)} steps matched, 0 out of order"
@@ -108,7 +113,7 @@ def test_a_real_shelve_and_unshelve_match_every_step_in_order(shelved, session_t
 
 
 def test_flow_check_and_diagram_find_the_session_in_the_store(shelved, session_trace, tmp_path):
-    state_dir, _server_id, request_ids = shelved
+    state_dir, _server_id, request_ids, _cloud = shelved
     by_name = run("flow", "check", "--flow", "shelve", "--server", "shelf",
                   "--state-dir", state_dir)
     assert by_name.exit_code == 0, by_name.output
@@ -141,3 +146,31 @@ def test_without_glance_spans_exactly_its_steps_are_missing(session_trace):
     assert glance  # the table does draw Glance
     assert {r.step.number for r in report.results if r.missing} == glance
     assert not report.out_of_order
+
+
+def test_a_server_never_offloaded_excuses_what_its_unshelve_did_not_do(shelved):
+    """shelved_offload_time -1: the server stays SHELVED on its host and the unshelve is a
+    start there (the conductor casts start_instance). What the conductor cast excuses the
+    offload, the scheduling and the spawn; every other step still has to match."""
+    state_dir, _server_id, _ids, cloud = shelved
+    result = boot(cloud, BootRequest(name="kept", volume_size=None))
+    assert result.active, result.server
+    server_id = result.server["id"]
+    compute = cloud.computes[0]
+    compute.shelved_offload_time = -1
+    session = Session(cloud, "demo", "demo")
+    try:
+        _act(session, server_id, "shelve", "SHELVED")
+        _act(session, server_id, "unshelve", "ACTIVE")
+    finally:
+        compute.shelved_offload_time = 0
+        session.close()
+    cloud.wait_idle()
+    report = check(load_trace(select(TraceStore(state_dir), server=server_id,
+                                     timeout=TIMEOUT)), FLOW)
+    excused = {r.step.number for r in report.results if r.excused}
+    assert excused == {11, 12, 13, *range(19, 33)}
+    assert "start_instance" in report.result(11).excused
+    assert report.ok, [(r.step.number, r.precedes) for r in report.results
+                       if r.missing or r.out_of_order]
+    assert report.result(16).matched and report.result(18).matched

@@ -114,24 +114,35 @@ def _servers(row: Row) -> str:
     return ", ".join(f"{name or '?'} ({uuid})" for uuid, name in row.servers.items()) or "-"
 
 
-def _steps(store: TraceStore, rows: list[Row]) -> dict[str, str]:
-    """``matched/expected`` of the classic flow for each boot row (the flow check, run now)."""
-    from novalab.diagrams.check import check
-    from novalab.diagrams.flows import get_flow
+def _steps(store: TraceStore, rows: list[Row]) -> dict[str, tuple[str, str]]:
+    """``(matched/expected, flow)`` for each boot row: the flow check, run now, on the
+    table the boot shows (``flows.detect``: a modern boot counts the modern steps).
 
-    steps = {r.id: "-" for r in rows if r.kind != "boot"}
-    steps.update({r.id: store.derived(r, "steps") for r in rows if r.kind == "boot"})
+    Kept in the store's index as "FLOW M/E" (kind ``flow-steps``; the older kind
+    ``steps`` counted every boot on the classic table and is no longer read).
+    """
+    from novalab.diagrams.check import check
+    from novalab.diagrams.flows import detect_flow, get_flow
+
+    steps = {r.id: ("-", "") for r in rows if r.kind != "boot"}
+    for row in rows:
+        if row.kind == "boot":
+            known = store.derived(row, "flow-steps")
+            steps[row.id] = tuple(reversed(known.split(" ", 1))) if known else None
     todo = [r for r in rows if steps[r.id] is None]
     loaded = store.load_many(todo) if todo else {}
     for row in todo:
         spans = loaded.get(row.id)
         if not spans:
-            steps[row.id] = "?"
+            steps[row.id] = ("?", "")
             continue
-        result = check(Trace.of(spans), get_flow("classic"))
-        steps[row.id] = f"{result.matched_expected}/{result.expected}"
+        trace = Trace.of(spans)
+        name = detect_flow(trace)
+        result = check(trace, get_flow(name))
+        steps[row.id] = (f"{result.matched_expected}/{result.expected}", name)
     if todo:
-        store.remember([(r, "steps", steps[r.id]) for r in todo if steps[r.id] != "?"])
+        store.remember([(r, "flow-steps", f"{steps[r.id][1]} {steps[r.id][0]}") for r in todo
+                        if steps[r.id][0] != "?"])
     return steps
 
 
@@ -171,9 +182,10 @@ def trace_list(state_dir, server, request_id, since, limit, everything, no_steps
     if request_id:
         rows = [r for r in rows if request_id in r.request_ids]
     rows = rows[:limit]
-    steps = {r.id: "-" for r in rows} if no_steps else _steps(store, rows)
+    steps = {r.id: ("-", "") for r in rows} if no_steps else _steps(store, rows)
     if as_json:
-        click.echo(json.dumps([dict(r.to_dict(), steps=steps[r.id]) for r in rows], indent=1))
+        click.echo(json.dumps([dict(r.to_dict(), steps=steps[r.id][0], flow=steps[r.id][1])
+                               for r in rows], indent=1))
         return
     table = Table(title=f"traces in {store.state_dir} (newest first)", title_justify="left")
     table.add_column("trace id", no_wrap=True)
@@ -185,7 +197,8 @@ def trace_list(state_dir, server, request_id, since, limit, everything, no_steps
         more = len(row.request_ids) - 1 if request in row.request_ids else 0
         table.add_row(row.id, _when(row.start_ns), row.operation, _servers(row),
                       request + (f" (+{more})" if more > 0 else ""),
-                      str(len(row.services)), str(row.spans), steps[row.id],
+                      str(len(row.services)), str(row.spans),
+                      " ".join(filter(None, steps[row.id])),
                       f"[red]{row.status}[/]" if row.status in ("ERROR", "500") else row.status)
     Console(highlight=False, width=max(200, Console().width)).print(table)
     if not rows:

@@ -77,7 +77,10 @@ LIFELINES = (
     Lifeline("Glance.api", "service", ("glance-api",)),
     Lifeline("Ceph", "service", ("ceph-rgw", "ceph-osd", "ceph-mon"),
              "the store behind Glance (novalab: the RADOS gateway's Swift API)"),
-    Lifeline("Nova-conductor", "service", ("nova-conductor",)),
+    Lifeline("Nova-conductor", "service", ("nova-conductor", "nova-super-conductor"),
+             "nova-conductor's spans; on the modern topology the super conductor "
+             "(nova-super-conductor) serves the unshelve and the cell conductor the host's "
+             "saves"),
     Lifeline("Neutron-server", "service", ("neutron-server",)),
     Lifeline("Nova.scheduler", "service", ("nova-scheduler",)),
 )
@@ -158,7 +161,8 @@ NOTES = {
     14: "A second request, hence a second trace: the session joins the two (see the module "
         "docstring).",
     16: "Since Juno unshelve goes through the conductor (ComputeTaskManager.unshelve_instance): "
-        "an offloaded server has no host to cast to.",
+        "an offloaded server has no host to cast to. With cells (the modern topology) it is "
+        "the super conductor's; the compute host's saves go to its cell's conductor.",
     19: "The conductor checks the shelved image exists (event get_image_info); without it "
         "the server goes to ERROR.",
     20: "An rpc.call: the conductor waits for the hosts. On the modern topology the scheduler "

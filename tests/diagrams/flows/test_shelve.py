@@ -1,7 +1,7 @@
 """The shelve flow on a real shelve, offload and unshelve of one server.
 
-One embedded cloud for the module, writing its spans to a trace store as
-``novalab serve`` does. A server is booted, then shelved and unshelved by a
+One embedded cloud per topology (classic, modern), writing its spans to a trace
+store as ``novalab serve`` does. A server is booted, then shelved and unshelved by a
 client that sends no ``traceparent`` (as the ``openstack`` CLI): two requests,
 two traces, which the flow sees as one session (``shelve.select``).
 """
@@ -63,13 +63,15 @@ def _wait_status(session: Session, server_id: str, status: str) -> None:
         time.sleep(0.1)
 
 
-@pytest.fixture(scope="module")
-def shelved(tmp_path_factory):
+@pytest.fixture(scope="module", params=["classic", "modern"])
+def shelved(request, tmp_path_factory):
     """``(state_dir, server_id, {action: request id}, cloud)`` after a boot, a shelve
-    (offloaded at once) and an unshelve."""
-    state_dir = tmp_path_factory.mktemp("shelve-flow") / "cloud"
+    (offloaded at once) and an unshelve, on each topology: the modern one adds the super
+    conductor and placement's candidates and claims, which the rules must not mind."""
+    state_dir = tmp_path_factory.mktemp(f"shelve-flow-{request.param}") / "cloud"
     telemetry = Telemetry(memory=True, otlp=False, file_path=state_dir / "traces" / "serve.jsonl")
-    with EmbeddedCloud(CloudConfig(state_dir=state_dir), telemetry) as cloud:
+    config = CloudConfig(state_dir=state_dir, topology=request.param)
+    with EmbeddedCloud(config, telemetry) as cloud:
         result = boot(cloud, BootRequest(name="shelf"))
         assert result.active, result.server
         server_id = result.server["id"]
@@ -93,7 +95,7 @@ def session_trace(shelved):
 
 
 def test_a_real_shelve_and_unshelve_match_every_step_in_order(shelved, session_trace):
-    _state_dir, server_id, request_ids, _cloud = shelved
+    _state_dir, server_id, request_ids, cloud = shelved
     report = check(session_trace, FLOW)
     assert [r.step.number for r in report.results if not r.matched] == []
     assert report.summary == f"{len(FLOW.steps)}/{len(FLOW.steps)} steps matched, 0 out of order"
@@ -110,6 +112,9 @@ def test_a_real_shelve_and_unshelve_match_every_step_in_order(shelved, session_t
     assert report.result(20).span.get(attr.NOVALAB_RPC_STYLE) == "call"
     assert report.result(26).span.host == "compute-1"
     assert detect(session_trace)[0] == "shelve"
+    if cloud.config.topology == "modern":  # placement's candidates and claim, not drawn
+        below = session_trace.descendants(report.result(21).span)
+        assert {s.service for s in below} >= {"placement-api"}
 
 
 def test_flow_check_and_diagram_find_the_session_in_the_store(shelved, session_trace, tmp_path):
@@ -124,9 +129,9 @@ def test_flow_check_and_diagram_find_the_session_in_the_store(shelved, session_t
                      request_ids["unshelve"], "--state-dir", state_dir)
     assert by_request.exit_code == 0
     assert f"trace {session_trace.trace_id}" in by_request.output
-    # Without --flow, --server is the server's boot, projected onto the classic table.
+    # Without --flow, --server is the server's boot, projected onto a boot's table.
     boot_only = run("flow", "check", "--server", "shelf", "--state-dir", state_dir)
-    assert "flow classic" in boot_only.output
+    assert boot_only.output.startswith(("flow classic", "flow modern")), boot_only.output[:200]
     svg = tmp_path / "shelve.svg"
     drawn = run("diagram", "--flow", "shelve", "--server", "shelf", "--state-dir", state_dir,
                 "--format", "svg", "-o", svg)

@@ -1,11 +1,13 @@
 """Everything a trace becomes, written next to it: ``write_all(trace, out_dir)``.
 
 ``novalab boot`` calls this after writing ``trace.json`` so a learner finds,
-in the same folder:
+in the same folder, everything on the flow table the trace shows
+(``flows.detect``: the 58 classic steps for a classic boot, the modern table for
+a boot on ``--topology modern``) unless ``flow`` names one:
 
 =====================  ==========================================================
-flow-check.txt         the classic flow check (matched/missing steps, order, notes)
-sequence.svg           the 58-step sequence diagram
+flow-check.txt         the flow check (matched/missing steps, order, notes)
+sequence.svg           the sequence diagram of that table
 sequence.html          the same, with span details on hover (self-contained page)
 sequence.mmd           Mermaid text
 sequence.puml          PlantUML text
@@ -27,7 +29,7 @@ from typing import Any
 
 from novalab.diagrams import callgraph, jaeger, sequence
 from novalab.diagrams.check import check, format_text
-from novalab.diagrams.flows import get_flow
+from novalab.diagrams.flows import detect_flow, get_flow
 from novalab.diagrams.load import load_trace
 from novalab.diagrams.model import Trace
 
@@ -36,8 +38,10 @@ NAMES = ("flow-check.txt", "sequence.svg", "sequence.html", "sequence.mmd", "seq
 
 
 def write_all(trace: str | os.PathLike | Sequence[Any] | Trace, out_dir: str | os.PathLike,
-              flow: str = "classic") -> list[Path]:
+              flow: str | None = None) -> list[Path]:
     """Write every output for ``trace`` (a file, SDK spans, or a ``Trace``) into ``out_dir``.
+
+    ``flow`` names the table; None projects onto the one the trace shows.
 
     Returns the paths written, in the order of ``NAMES``. When graphviz' ``dot``
     is not installed the call graph is skipped (its path is left out).
@@ -46,7 +50,7 @@ def write_all(trace: str | os.PathLike | Sequence[Any] | Trace, out_dir: str | o
         trace = load_trace(trace)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    result = check(trace, get_flow(flow))
+    result = check(trace, get_flow(flow or detect_flow(trace)))
     diagram = sequence.from_check(result)
     texts = {
         "flow-check.txt": format_text(result),

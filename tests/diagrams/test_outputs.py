@@ -54,3 +54,33 @@ def test_write_all_from_a_boot_in_memory(cloud, tmp_path):
     assert matched == set(range(1, 59))  # the whole cast runs: every step happens
     assert doc["summary"]["out_of_order"] == 0
     assert "58/58 steps matched, 0 out of order" in report
+
+
+def test_write_all_draws_each_boot_on_the_table_it_shows(tmp_path):
+    """What `novalab boot --topology modern` writes: the modern table's check and diagram,
+    unless ``flow`` names a table (the classic recorded boot stays on the 58: the goldens)."""
+    import re
+
+    from novalab.diagrams.load import load_trace
+    from novalab.reference.deploy.boot import BootRequest, boot
+    from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
+    from novalab.tracing.setup import Telemetry
+
+    telemetry = Telemetry(memory=True, otlp=False)
+    with EmbeddedCloud(CloudConfig(state_dir=tmp_path / "cloud", topology="modern"),
+                       telemetry) as cloud:
+        result = boot(cloud, BootRequest(name="today"))
+        assert result.active, result.server
+        trace = load_trace(result.spans)
+    telemetry.shutdown()
+    modern = get_flow("modern")
+    write_all(trace, tmp_path / "today")
+    report = (tmp_path / "today" / "flow-check.txt").read_text()
+    assert report.startswith(f"flow modern: {modern.title}\n")
+    steps = len(modern.steps)
+    assert f"{steps}/{steps} steps matched, 0 out of order" in report
+    svg = (tmp_path / "today" / "sequence.svg").read_text()
+    assert len(re.findall(r'<g class="arrow[ "]', svg)) == steps
+    # A table named wins over the one the trace shows.
+    write_all(trace, tmp_path / "as-classic", flow="classic")
+    assert (tmp_path / "as-classic" / "flow-check.txt").read_text().startswith("flow classic:")

@@ -11,6 +11,7 @@ Pages::
 
     /                         the traces as they arrive, newest first (boots first-class)
     /trace/<trace id>         one trace: sequence, flow check, timeline, call graph, downloads
+                              (on the flow table the trace shows: classic, modern, shelve)
     /live                     the newest boot, followed as it happens
     /server/<id or name>      redirects to the newest boot of that server
     /request/<request id>     redirects to the trace of that OpenStack request id
@@ -18,7 +19,7 @@ Pages::
 JSON, for the pages' scripts and for anyone's ``curl``::
 
     /api/traces[?everything=1]            the rows of `novalab trace list`
-    /api/trace/<id|latest>[?known=V]      one trace: spans, flow check, sequence SVG
+    /api/trace/<id|latest>[?known=V]      one trace: spans, its flow, flow check, sequence SVG
                                           ({"unchanged": true} while its version is V)
     /api/trace/<id>/callgraph.svg         the call graph (503 when graphviz' dot is missing)
     /api/trace/<id>/otlp.json | jaeger.json | sequence.svg|html|mmd|puml   downloads
@@ -256,12 +257,13 @@ def create_app(state_dir: str | Path, gate: web_auth.KeystoneGate | None = None)
                            f"jaeger.json and {', '.join(SEQUENCE_FILES)}")
         from novalab.diagrams import sequence
         from novalab.diagrams.check import check
-        from novalab.diagrams.flows import get_flow
+        from novalab.diagrams.flows import detect_flow, get_flow
         from novalab.diagrams.model import Trace
 
         row, spans = _existing(ref)
         mimetype, fmt = SEQUENCE_FILES[name]
-        model = sequence.from_check(check(Trace.of(spans), get_flow("classic")))
+        trace = Trace.of(spans)  # drawn on the table it shows, as the page draws it
+        model = sequence.from_check(check(trace, get_flow(detect_flow(trace))))
         return _download(sequence.render(model, fmt), mimetype, f"trace-{row.id}.{name}")
 
     def _load(ref):

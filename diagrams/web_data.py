@@ -11,7 +11,9 @@ running fills the page step by step:
   the last call graph).
 - :func:`trace_view` is one trace as the page needs it: every span in tree
   order with its depth (the waterfall), the flow check (``check.to_dict``) and
-  the 58-step sequence diagram as SVG text.
+  the sequence diagram as SVG text, both on the flow table the trace shows
+  (``flows.detect``: a modern boot's page draws the modern steps, a classic
+  boot's the 58, a shelve session's the shelve table).
 
 Each answer carries a ``version`` (row id and span count): the page sends the
 one it has, and an unchanged trace costs one small answer, not a re-render.
@@ -19,12 +21,13 @@ one it has, and an unchanged trace costs one small answer, not a re-render.
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
 from novalab.diagrams import sequence
 from novalab.diagrams.check import check, to_dict
-from novalab.diagrams.flows import get_flow
+from novalab.diagrams.flows import FALLBACK, FLOWS, detect, get_flow
 from novalab.diagrams.model import Span, Trace
 from novalab.diagrams.semantics import upstream_of
 from novalab.tracing import attributes as attr
@@ -97,10 +100,16 @@ def span_json(span: Span, depth: int, trace: Trace) -> dict:
     return item
 
 
-def trace_view(row: Row, spans: list[Span], flow_name: str = "classic") -> dict:
-    """The whole page of one trace: header, waterfall, flow check, sequence diagram."""
+def trace_view(row: Row, spans: list[Span], flow_name: str | None = None) -> dict:
+    """The whole page of one trace: header, waterfall, flow check, sequence diagram.
+
+    ``flow_name`` names the table; None (the page) projects onto the one the
+    trace shows, and ``flow`` says which and why.
+    """
     trace = Trace.of(spans)
-    result = check(trace, get_flow(flow_name))
+    name, why = (flow_name, "") if flow_name else detect(trace)
+    flow = get_flow(name)
+    result = check(trace, flow)
     return {
         "version": version(row),
         "row": row.to_dict(),
@@ -110,18 +119,42 @@ def trace_view(row: Row, spans: list[Span], flow_name: str = "classic") -> dict:
         "complete": not incomplete(spans),
         "services": list(trace.services),
         "spans": [span_json(span, depth, trace) for span, depth in tree_order(trace)],
-        "check": to_dict(result),
+        "flow": flow_json(name, why),
+        "check": to_dict(result, why),
         "sequence_svg": sequence.render(sequence.from_check(result), "svg"),
     }
 
 
-def waiting_view(state_dir: Path, flow_name: str = "classic") -> dict:
-    """The live view before any boot: nothing matched yet."""
-    steps = len(get_flow(flow_name).steps)
+def flow_json(name: str, why: str = "") -> dict:
+    """Which table the page draws: its name, title, number of steps, and why it was picked."""
+    flow = get_flow(name)
+    return {"name": name, "title": flow.title, "steps": len(flow.steps), "why": why}
+
+
+def deployment_flow(state_dir: Path) -> str:
+    """The table the next boot of the deployment in ``state_dir`` will show: its
+    topology, as ``novalab up`` (``state.json``) or ``serve`` (``cloud.json``) recorded
+    it, when a flow of that name exists; else the fallback."""
+    for name in ("state.json", "cloud.json"):
+        try:
+            topology = json.loads((Path(state_dir) / name).read_text()).get("topology")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if topology in FLOWS:
+            return topology
+    return FALLBACK
+
+
+def waiting_view(state_dir: Path, flow_name: str | None = None) -> dict:
+    """The live view before any boot: nothing matched yet, of the table the deployment's
+    boots will show (``deployment_flow``) unless ``flow_name`` names one."""
+    name = flow_name or deployment_flow(state_dir)
+    steps = len(get_flow(name).steps)
     return {"version": "waiting", "waiting": True,
             "message": f"No boot in {state_dir} yet. Boot a server (`openstack server "
                        "create ...`, `novalab boot --cloud running`) and watch its steps "
                        "appear here.",
+            "flow": flow_json(name, "" if flow_name else "the deployment's topology"),
             "check": {"summary": {"matched": 0, "total": steps, "expected": steps,
                                   "matched_expected": 0, "missing": steps, "out_of_order": 0,
                                   "ok": False}}}
@@ -135,7 +168,8 @@ class LiveStore:
     def __init__(self, state_dir: str | Path):
         self.store = TraceStore(state_dir)
         self.lock = threading.Lock()
-        self._steps: dict[str, tuple[str, str]] = {}   # row id -> (version, "matched/total")
+        # row id -> (version, "matched/expected", flow name)
+        self._steps: dict[str, tuple[str, str, str]] = {}
         self._callgraph: tuple[str, str] | None = None  # (version, svg)
 
     @property
@@ -151,7 +185,8 @@ class LiveStore:
 
     def rows(self, everything: bool = False) -> list[dict]:
         """The rows of ``novalab trace list``, newest first, each boot with its steps
-        (``matched/expected``, as the list prints them)."""
+        (``matched/expected``, as the list prints them) on the flow table it shows
+        (``flow``)."""
         with self.lock:
             if not self._refresh():
                 return []
@@ -160,15 +195,17 @@ class LiveStore:
                      and self._steps.get(r.id, ("",))[0] != version(r)]
             if stale:
                 loaded = self.store.load_many(stale)
-                flow = get_flow("classic")
                 for row in stale:
                     spans = loaded.get(row.id)
-                    steps = "?"
+                    steps, name = "?", ""
                     if spans:
-                        result = check(Trace.of(spans), flow)
+                        trace = Trace.of(spans)
+                        name = detect(trace)[0]
+                        result = check(trace, get_flow(name))
                         steps = f"{result.matched_expected}/{result.expected}"
-                    self._steps[row.id] = (version(row), steps)
-        return [dict(r.to_dict(), steps=self._steps.get(r.id, ("", ""))[1]) for r in rows]
+                    self._steps[row.id] = (version(row), steps, name)
+        return [dict(r.to_dict(), steps=self._steps.get(r.id, ("", "", ""))[1],
+                     flow=self._steps.get(r.id, ("", "", ""))[2]) for r in rows]
 
     def find(self, **words) -> Row:
         """The row a user names (``trace_id``, ``server``, ``request_id``), or NoTrace."""

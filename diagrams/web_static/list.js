@@ -44,7 +44,8 @@
         row.request_ids.join('\n');
       cell(tr, String(row.services.length), 'num').title = row.services.join('\n');
       cell(tr, String(row.spans), 'num');
-      cell(tr, row.steps || '–', 'num');
+      var steps = cell(tr, row.steps ? row.steps + (row.flow ? ' ' + row.flow : '') : '–', 'num');
+      if (row.flow) steps.title = 'steps of the ' + row.flow + ' table (the flow this trace shows)';
       var status = cell(tr, row.status, 'status');
       if (row.status === 'ERROR' || /^5\d\d$/.test(row.status)) status.classList.add('bad');
       if (row.status === 'BUILD') status.classList.add('busy');

@@ -51,6 +51,15 @@
     state.className = 'badge ' + (running ? 'busy' : 'done');
   }
 
+  /** Which table the page draws (the server picks the one the trace shows). */
+  function drawFlowName(flow) {
+    document.getElementById('flow-steps').textContent = flow.steps;
+    document.getElementById('flow-name').textContent = flow.name;
+    document.getElementById('flow-name').title = flow.title;
+    document.getElementById('flow-why').textContent = flow.why ? ' (' + flow.why + ')' : '';
+    document.body.dataset.flow = flow.name;
+  }
+
   /** "58/58 steps matched", or of the steps this boot implies ("expected"). */
   function drawSteps(summary) {
     var steps = document.getElementById('steps');
@@ -201,6 +210,7 @@
     var box = document.getElementById('waiting');
     box.hidden = false;
     box.textContent = doc.message;
+    drawFlowName(doc.flow);
     drawSteps(doc.check.summary);
     document.getElementById('title').textContent = 'live: waiting for a boot';
     document.getElementById('state').textContent = 'waiting';
@@ -209,6 +219,7 @@
 
   function draw(doc) {
     document.getElementById('waiting').hidden = true;
+    drawFlowName(doc.flow);
     drawHeader(doc);
     drawSequence(doc);
     drawFlow(doc);

@@ -571,3 +571,93 @@ def test_browser_asks_nothing_of_other_hosts(browser, page, recorded_whole_cast_
     internal = ("chrome:", "chrome-extension:", "chrome-search:", "data:", "blob:", "about:")
     assert [u for u in urls if not u.startswith(page + "/") and not u.startswith(internal)] \
         == []
+
+
+# -- a modern boot's trace: the page draws the table the trace shows -------------------------------
+
+@pytest.fixture(scope="module")
+def modern_store(tmp_path_factory) -> tuple[Path, Trace]:
+    """``(state dir, trace)``: a real boot on an embedded cloud wired as today's Nova
+    (``topology="modern"``), its spans written by the cloud's own exporter into the
+    state dir's trace store, beside the recorded classic whole-cast boot."""
+    from novalab.diagrams.load import load_trace
+    from novalab.reference.deploy.boot import BootRequest, boot
+    from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
+    from novalab.tracing.setup import Telemetry
+
+    state = tmp_path_factory.mktemp("modern-page") / "cloud"
+    telemetry = Telemetry(memory=True, otlp=False, file_path=state / "traces" / "cloud.jsonl")
+    with EmbeddedCloud(CloudConfig(state_dir=state, topology="modern"), telemetry) as cloud:
+        result = boot(cloud, BootRequest(name="today"))
+        assert result.active, result.server
+        trace = load_trace(result.spans)
+    telemetry.shutdown()
+    put_in_store(state, "recorded", [json.loads((FIXTURES / "boot-whole-cast.otlp.json")
+                                                .read_text())])
+    return state, trace
+
+
+def test_a_modern_boots_page_shows_the_modern_steps(modern_store, recorded_whole_cast_trace):
+    state, trace = modern_store
+    modern, classic = get_flow("modern"), get_flow("classic")
+    client = web.create_app(state).test_client()
+    doc = client.get(f"/api/trace/{trace.trace_id}").get_json()
+    assert doc["flow"]["name"] == "modern" and doc["flow"]["steps"] == len(modern.steps)
+    assert "schedule_and_build_instances" in doc["flow"]["why"]
+    assert [s["text"] for s in doc["check"]["steps"]] == [s.text for s in modern.steps]
+    assert doc["check"]["flow"] == "modern" and doc["check"]["summary"]["ok"] is True
+    assert {s["status"] for s in doc["check"]["steps"]} == {"matched"}
+    assert len(re.findall(r'<g class="arrow[ "]', doc["sequence_svg"])) == len(modern.steps)
+    download = client.get(f"/api/trace/{trace.trace_id}/sequence.svg").get_data(as_text=True)
+    assert len(re.findall(r'<g class="arrow[ "]', download)) == len(modern.steps)
+    # The classic boot in the same store keeps the 58.
+    old = client.get(f"/api/trace/{recorded_whole_cast_trace.trace_id}").get_json()
+    assert old["flow"]["name"] == "classic" and old["flow"]["steps"] == len(classic.steps)
+    assert [s["text"] for s in old["check"]["steps"]] == [s.text for s in classic.steps]
+    # The list counts each boot on its own table.
+    rows = {r["trace_id"]: r for r in client.get("/api/traces").get_json()["rows"]}
+    steps = len(modern.steps)
+    assert (rows[trace.trace_id]["steps"], rows[trace.trace_id]["flow"]) == \
+        (f"{steps}/{steps}", "modern")
+    assert rows[recorded_whole_cast_trace.trace_id]["flow"] == "classic"
+
+
+def test_the_live_view_before_a_boot_counts_the_steps_of_the_deployments_topology(tmp_path):
+    """`novalab up --topology modern` records its topology in state.json (`serve`, in
+    cloud.json): the page waiting for the first boot counts the modern table's steps."""
+    for name, topology in (("state.json", "modern"), ("cloud.json", "modern"),
+                           ("state.json", "classic")):
+        state = tmp_path / f"{name}-{topology}"
+        state.mkdir()
+        (state / name).write_text(json.dumps({"topology": topology}))
+        live = web.create_app(state).test_client().get("/api/trace/latest").get_json()
+        assert live["waiting"] is True and live["flow"]["name"] == topology
+        assert live["check"]["summary"]["total"] == len(get_flow(topology).steps)
+
+
+def test_browser_draws_a_modern_boot_with_the_modern_steps(browser, modern_store,
+                                                           recorded_whole_cast_trace):
+    from selenium.webdriver.common.by import By
+
+    state, trace = modern_store
+    server = web.start(state, port=0)
+    try:
+        for shown, name in ((trace, "modern"), (recorded_whole_cast_trace, "classic")):
+            steps = len(get_flow(name).steps)
+            browser.get(f"{server.url}/trace/{shown.trace_id}#flow")
+            wait(browser, lambda d, shown=shown: _js(d, "document.body.dataset.spans")
+                 == str(len(shown)))
+            assert _js(browser, "document.body.dataset.flow") == name
+            rows = browser.find_elements(By.CSS_SELECTOR, "#flow-table tbody tr")
+            assert len(rows) == steps
+            assert {r.get_attribute("data-status") for r in rows} == {"matched"}
+            assert browser.find_element(By.ID, "steps").text == \
+                f"{steps}/{steps} steps matched"
+            tab = browser.find_element(By.CSS_SELECTOR, '#tabs a[data-tab="sequence"]')
+            assert tab.text == f"Sequence ({steps} steps)"
+            tab.click()
+            assert browser.find_element(By.ID, "flow-name").text == name
+            assert len(browser.find_elements(By.CSS_SELECTOR, "#sequence-box g.arrow")) \
+                == steps
+    finally:
+        server.stop()

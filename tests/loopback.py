@@ -77,6 +77,7 @@ def own_vhost(name: str, amqp_url: str = AMQP_URL) -> Iterator[str]:
         yield f"{amqp_url.rstrip('/')}/{name}"
     finally:
         rabbitmqctl("delete_vhost", name)
+        rabbitmqctl("delete_vhost", f"{name}_cell1")  # a modern cloud's cell1, if one ran
 
 
 def require_database(backend: str) -> str:

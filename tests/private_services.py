@@ -203,6 +203,20 @@ class PrivateRabbitMQ:
               self.log)
         return self
 
+    def ctl(self, *args: str) -> None:
+        """Run ``rabbitmqctl ARGS`` against this node (its cookie, name and epmd)."""
+        script = Path(self.server).with_name("rabbitmqctl")
+        command = str(script) if os.access(script, os.X_OK) else \
+            (shutil.which("rabbitmqctl") or "rabbitmqctl")
+        done = subprocess.run([command, "-q", *args], env=self.env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, f"rabbitmqctl {' '.join(args)}: {done.stderr[-2000:]}"
+
+    def add_vhost(self, vhost: str, user: str = "guest") -> None:
+        """A virtual host ``user`` may use, as DevStack makes ``nova_cell1``."""
+        self.ctl("add_vhost", vhost)
+        self.ctl("set_permissions", "-p", vhost, user, ".*", ".*", ".*")
+
     def stop(self) -> None:
         """A clean stop (SIGTERM: ``rabbitmqctl stop``); clients see the connection close."""
         _stop(self._process)

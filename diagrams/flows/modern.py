@@ -17,10 +17,10 @@ database are two lifelines, told apart by table (``API_TABLES``): both may be
 one database server, and in novalab's embedded cloud one SQLite file, but the
 tables are the two databases' and a query touches one of them.
 
-One nova-conductor plays the super conductor (the scheduling and the cell
-choice) and the cell conductor (nova-compute's instance saves) here, as
-DevStack does with ``CELLSV2_SETUP=singleconductor`` on a one-cell cloud; the
-lifeline is named for the role the walkthroughs describe.
+The super conductor (the scheduling and the cell choice, service
+``nova-super-conductor``) and cell1's conductor (nova-compute's instance
+saves, ``nova-conductor``) are two processes on two virtual hosts of the
+broker, as DevStack runs them by default (``CELLSV2_SETUP=superconductor``).
 
 The flow recognises its trace by the conductor's
 ``ComputeTaskManager.schedule_and_build_instances`` span (``RECOGNISE``): only
@@ -73,14 +73,15 @@ LIFELINES = (
              "instance_mappings, host_mappings, cell_mappings, ...)"),
     Lifeline("RabbitMQ", "infra", (),
              "messaging PRODUCER/CONSUMER spans (messaging.system): the broker"),
-    Lifeline("Nova-super-conductor", "service", ("nova-conductor",),
-             "nova-conductor's spans: one conductor is the super conductor and the cell "
-             "conductor of the one cell (DevStack's CELLSV2_SETUP=singleconductor)"),
+    Lifeline("Nova-super-conductor", "service", ("nova-super-conductor",),
+             "the super conductor's spans (on the top-level broker, with the API database)"),
     Lifeline("Nova-scheduler", "service", ("nova-scheduler",)),
     Lifeline("Placement", "service", ("placement-api",)),
     Lifeline("Cell database", "infra", (),
              "SQL CLIENT spans on a cell database's tables (instances, block_device_mapping, "
              "instance_actions, compute_nodes, ...)"),
+    Lifeline("Nova-conductor", "service", ("nova-conductor",),
+             "cell1's conductor: nova-compute's only way to the cell database"),
     Lifeline("Nova-compute", "service", ("nova-compute",)),
     Lifeline("Neutron-server", "service", ("neutron-server",)),
     Lifeline("Cinder-api", "service", ("cinder-api",)),
@@ -128,7 +129,7 @@ _TABLE = (
      ASYNC, None),
     (23, "Nova-compute -> RabbitMQ", "_do_build_and_run_instance updates the VM state to "
      "BUILDING (an RPC call to the conductor)", SYNC, None),
-    (24, "Nova-super-conductor -> Cell database", "Save the instance's state", SYNC, None),
+    (24, "Nova-conductor -> Cell database", "Save the instance's state", SYNC, None),
     (25, "Nova-compute -> Neutron-server", "_build_resources: networks", SYNC, None),
     (26, "Nova-compute -> Cinder-api", "_build_resources: storage devices", SYNC, None),
     (27, "Nova-compute -> Glance-api", "spawn, _create_image: an image for the VM",
@@ -142,7 +143,7 @@ _TABLE = (
      "complete", SYNC, None),
     (32, "Nova-compute -> RabbitMQ", "Update the status of the instance in the database "
      "(an RPC call to the conductor)", SYNC, None),
-    (33, "Nova-super-conductor -> Cell database", "Save the instance's final state",
+    (33, "Nova-conductor -> Cell database", "Save the instance's final state",
      SYNC, None),
     (34, "Client -> Nova-api", "Poll the server (GET /servers/{id})", SYNC, None),
     (35, "Nova-api -> API database", "Find the instance's cell (its mapping)", SYNC, None),
@@ -222,16 +223,18 @@ GLOBAL_NOTES = (
     "The API and the cell database are told apart by table; novalab's embedded cloud keeps "
     "both in one database file, upstream in two databases (nova_api, nova_cell1) and "
     "cell0's (nova_cell0) for instances that never got a host.",
-    "One nova-conductor plays the super conductor and the cell conductor (a one-cell cloud, "
-    "as DevStack's CELLSV2_SETUP=singleconductor); a multi-cell cloud runs one super "
-    "conductor and a conductor per cell, and nova-compute reaches only its cell's.",
+    "The super conductor and cell1's conductor are separate processes on separate virtual "
+    "hosts of the broker (DevStack's default CELLSV2_SETUP=superconductor): nova-compute "
+    "reaches only its cell's conductor, and only the super conductor reaches the "
+    "scheduler.",
     "The table starts at POST /servers: Alice's token request (classic steps 1-3), "
     "Neutron's agents, Ceph and the metadata service work as in the classic table "
     "(novalab flow compare lines the two tables up).",
 )
 
 # How a trace of this flow is told from the others: only today's chain makes this span.
-RECOGNISE = span_named("ComputeTaskManager.schedule_and_build_instances", "nova-conductor")
+RECOGNISE = span_named("ComputeTaskManager.schedule_and_build_instances",
+                       "nova-super-conductor")
 
 
 # -- rules ----------------------------------------------------------------------------------
@@ -433,8 +436,8 @@ def _saves(q: Query) -> list:
 
 def _conductor_update(q: Query, call) -> object:
     """nova-conductor's UPDATE of instances while it handles ``call``'s message."""
-    for consumer in q.consumers_of(call, "Nova-super-conductor"):
-        span = q.first("Nova-super-conductor", sql("UPDATE", "instances"), under=consumer)
+    for consumer in q.consumers_of(call, "Nova-conductor"):
+        span = q.first("Nova-conductor", sql("UPDATE", "instances"), under=consumer)
         if span is not None:
             return span
     return None

@@ -134,8 +134,9 @@ class Wiring:
                                                tracer_provider=self.provider(service))
         return self.databases[service]
 
-    def transport(self):
-        transport = get_transport(self.config.transport_url)
+    def transport(self, url: str | None = None):
+        """A connection to the broker (``url``: another one, such as a cell's)."""
+        transport = get_transport(url or self.config.transport_url)
         if hasattr(transport, "faults"):  # the memory broker can be made unreachable
             transport.faults = self.faults
         self._transports.append(transport)
@@ -156,7 +157,8 @@ class Wiring:
         return server.url
 
     def rpc_server(self, topic: str, server: str, endpoints: list, tracer, *,
-                   exchange: str | None = None, stop_first: bool = False) -> RPCServer:
+                   exchange: str | None = None, stop_first: bool = False,
+                   transport_url: str | None = None) -> RPCServer:
         """Consume ``topic`` and ``topic.server`` on ``exchange``.
 
         ``exchange`` defaults to ``nova``; neutron's server and agents use
@@ -165,11 +167,12 @@ class Wiring:
         those registered earlier), for a service that must take no more messages
         before it tears down what they act on (a DHCP agent's dnsmasq); otherwise
         RPC servers stop after every callback has run (a compute host drains its
-        builds, which still need RPC, first).
+        builds, which still need RPC, first). ``transport_url``: a cell's broker.
         """
         target = Target(topic=topic, server=server) if exchange is None else \
             Target(topic=topic, server=server, exchange=exchange)
-        rpc_server = RPCServer(self.transport(), target, endpoints, tracer=tracer).start()
+        rpc_server = RPCServer(self.transport(transport_url), target, endpoints,
+                               tracer=tracer).start()
         if stop_first:
             def stop():
                 rpc_server.stop()

@@ -82,6 +82,8 @@ class EmbeddedCloud:
         if self.config.network:
             self.network = build["neutron-server"](w)
             build["neutron-dhcp-agent"](w)
+        if services.runs_in("nova-super-conductor", self.config.topology):
+            build["nova-super-conductor"](w)
         build["nova-conductor"](w)
         self.scheduler = build["nova-scheduler"](w)
         self.guests = GuestBoots(w)

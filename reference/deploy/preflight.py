@@ -9,6 +9,8 @@ gets it created, as DevStack does (``CREATE DATABASE nova``), and says so.
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pika
@@ -114,3 +116,37 @@ def ensure_database(db_url: str) -> str | None:
         raise PreflightError(f"cannot create database {name!r} on {backend}: {exc.orig}") from exc
     finally:
         engine.dispose()
+
+
+def ensure_vhost(url: str) -> str | None:
+    """Make sure the virtual host of AMQP ``url`` exists (DevStack's
+    ``rabbitmqctl add_vhost nova_cell1``); returns its name when it was created.
+
+    Creating one needs ``rabbitmqctl`` on this machine with the rights to use it
+    (root or the rabbitmq user); otherwise the error says what to run.
+    """
+    if not url.startswith(("amqp://", "amqps://", "rabbit://")):
+        return None
+    try:
+        check_broker(url)
+        return None
+    except PreflightError as missing:
+        params = pika.URLParameters("amqp://" + url.split("://", 1)[1])
+        vhost, user = params.virtual_host, params.credentials.username
+        commands = [["add_vhost", vhost], ["set_permissions", "-p", vhost, user, ".*", ".*", ".*"]]
+        if shutil.which("rabbitmqctl") is None or not all(
+                _rabbitmqctl(args) for args in commands):
+            raise PreflightError(
+                f"RabbitMQ has no virtual host {vhost!r} for this cloud's cell (or refused "
+                f"{user!r} on it): run `rabbitmqctl add_vhost {vhost}` and `rabbitmqctl "
+                f"set_permissions -p {vhost} {user} '.*' '.*' '.*'` ({missing})") from missing
+        check_broker(url)
+        return vhost
+
+
+def _rabbitmqctl(args: list[str]) -> bool:
+    try:
+        done = subprocess.run(["rabbitmqctl", "-q", *args], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 or b"already exists" in done.stderr

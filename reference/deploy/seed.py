@@ -101,17 +101,38 @@ def seed_images(repo: ImageRepo) -> dict:
     return repo.upload(get_admin_context(), image["id"], cirros_bytes())
 
 
+def discover_hosts(w, compute) -> None:
+    """``nova-manage cell_v2 discover_hosts`` once a compute host is up (DevStack runs
+    it after starting nova-compute): the host is mapped to cell1, so the super
+    conductor can find the cell of a server scheduled there. Modern topology only."""
+    if w.config.topology != "modern":
+        return
+    from opentelemetry.trace import NoOpTracer
+
+    from novalab.reference.nova.cells import CellDatabases
+
+    api = Database(w.config.db_url)  # the tool's own handle, not the service's
+    cells = CellDatabases(api, NoOpTracer())
+    try:
+        cells.discover_hosts(None)
+    finally:
+        cells.dispose()
+        api.dispose()
+
+
 def seed_cells(w, conductor) -> None:
     """The modern topology's cells, as DevStack sets them up before nova starts:
-    cell0's database (created on the same server if missing, with the same schema
-    as the main one) and ``nova-manage cell_v2 simple_cell_setup``. The classic
+    cell1's virtual host on the broker, cell0's database (created on the same
+    server if missing, with the same schema as the main one) and ``nova-manage
+    cell_v2 simple_cell_setup``. The classic
     topology has no cells: nothing to do."""
     if w.config.topology != "modern":
         return
     from novalab.reference.common.db import Base, create_db_engine
     from novalab.reference.deploy import migrations, preflight
-    from novalab.reference.nova.cells import cell0_url, simple_cell_setup
+    from novalab.reference.nova.cells import cell0_url, cell_transport_url, simple_cell_setup
 
+    preflight.ensure_vhost(cell_transport_url(w.config.transport_url))
     url = cell0_url(w.config.db_url)
     preflight.ensure_database(url)
     if migrations.current(w.config.db_url) is not None:

@@ -33,13 +33,14 @@ from novalab.reference.nova.service import (
     nova_compute,
     nova_conductor,
     nova_scheduler,
+    nova_super_conductor,
 )
 from novalab.reference.placement.service import placement
 
 __all__ = ["BUILDERS", "CONTROLLER", "register_endpoints", "neutron_l2_agent", "runs_in"]
 
 # Services only today's Nova has (the classic flow runs without them).
-MODERN_ONLY = frozenset({"placement-api"})
+MODERN_ONLY = frozenset({"placement-api", "nova-super-conductor"})
 
 
 def runs_in(name: str, topology: str) -> bool:
@@ -70,9 +71,10 @@ BUILDERS = {
     "cinder-volume": cinder_volume,
     "neutron-server": neutron_server,
     "neutron-dhcp-agent": neutron_dhcp_agent,
-    "nova-conductor": _seeded(nova_conductor, seed.seed_cells),
+    "nova-super-conductor": _seeded(nova_super_conductor, seed.seed_cells),
+    "nova-conductor": nova_conductor,
     "nova-scheduler": nova_scheduler,
-    "nova-compute": nova_compute,
+    "nova-compute": _seeded(nova_compute, seed.discover_hosts),
     "nova-api": _seeded(nova_api, lambda w, compute_api: seed.seed_flavors(compute_api.db)),
     "nova-api-metadata": nova_api_metadata,
     "neutron-metadata-proxy": neutron_metadata_proxy,

@@ -10,13 +10,17 @@ say where each cell's database is; a service that holds the API database
 
 novalab's API database and cell1 are one database (the same URL); cell0 is
 its own, named after it as DevStack names ``nova_cell0`` after ``nova``
-(:func:`cell0_url`).
+(:func:`cell0_url`). Cell1 has a message queue of its own too, a virtual host
+on the same broker (:func:`cell_transport_url`): its conductor and compute
+hosts talk there, the API, the scheduler and the super conductor on the
+top-level one, and only the super conductor and the API reach into the cell's.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import urllib.parse
 import uuid
 from pathlib import Path
 
@@ -30,6 +34,7 @@ from novalab.tracing.spans import upstream
 
 LOG = logging.getLogger(__name__)
 CELL1_NAME = "cell1"
+CELL1_VHOST = "nova_cell1"
 # cell1's uuid: upstream draws a random one when it maps the cell; a fixed one here
 # lets every process of a deployment map it without asking the others.
 CELL1_UUID = str(uuid.uuid5(uuid.NAMESPACE_URL, "novalab:cell1"))
@@ -48,6 +53,20 @@ def cell0_url(db_url: str) -> str:
     return url.set(database=f"{url.database}_cell0").render_as_string(hide_password=False)
 
 
+def cell_transport_url(transport_url: str) -> str:
+    """Where cell1's messages go: the same broker, a virtual host of the cell's own
+    (DevStack's ``nova_cell1``), so the cell's ``conductor`` and ``compute`` queues
+    are not the super conductor's. The in-memory broker: one named after it."""
+    parts = urllib.parse.urlsplit(transport_url)
+    if parts.scheme == "memory":
+        name = parts.path.strip("/")
+        return f"memory:///{name + '_' if name else ''}{CELL1_VHOST}"
+    vhost = urllib.parse.unquote(parts.path[1:])
+    cell_vhost = f"{vhost}_cell1" if vhost not in ("", "/") else CELL1_VHOST
+    return urllib.parse.urlunsplit(parts._replace(path="/" + urllib.parse.quote(cell_vhost,
+                                                                               safe="")))
+
+
 def simple_cell_setup(db: Database, transport_url: str) -> list[dict]:
     """``nova-manage cell_v2 simple_cell_setup``: map cell0 and cell1 if unmapped.
 
@@ -56,7 +75,8 @@ def simple_cell_setup(db: Database, transport_url: str) -> list[dict]:
     """
     wanted = [{"uuid": CELL0_UUID, "name": "cell0", "transport_url": "none:///",
                "database_connection": cell0_url(db.url)},
-              {"uuid": CELL1_UUID, "name": CELL1_NAME, "transport_url": transport_url,
+              {"uuid": CELL1_UUID, "name": CELL1_NAME,
+               "transport_url": cell_transport_url(transport_url),
                "database_connection": db.url}]
     for values in wanted:
         try:

@@ -17,6 +17,7 @@ from novalab.reference.common.wiring import CONTROLLER, Wiring
 from novalab.reference.guest.cloud_init import GuestBoots
 from novalab.reference.neutron.agent.metadata import shared_secret
 from novalab.reference.neutron.service import neutron_l2_agent
+from novalab.reference.nova import cells
 from novalab.reference.nova.api import metadata as nova_metadata
 from novalab.reference.nova.api.app import create_app as create_nova_app
 from novalab.reference.nova.cells import CellDatabases
@@ -53,7 +54,8 @@ def nova_api(w: Wiring) -> ComputeAPI:
     cells, placement_client = _modern_parts(w, service, db, http, tracer, auth)
     compute_api = ComputeAPI(
         db, GlanceImageServiceV2(w.urls["glance"], http, tracer),
-        SchedulerAPI(transport, tracer), ComputeRPCAPI(transport, tracer), tracer,
+        SchedulerAPI(transport, tracer),
+        ComputeRPCAPI(w.transport(cell_transport_url(w)), tracer), tracer,
         volume_api=volume_api, compute_task_api=ComputeTaskAPI(transport, tracer),
         network_api=network_api, cells=cells, placement_client=placement_client)
     w.serve(create_nova_app(db, compute_api, auth, tracer,
@@ -72,25 +74,56 @@ def _modern_parts(w: Wiring, service: str, db, http, tracer, auth=None):
     return cells, SchedulerReportClient(w.urls["placement"], http, tracer, auth.service_token)
 
 
+def cell_transport_url(w: Wiring) -> str | None:
+    """The broker of cell1 in the modern topology (None: the cloud's own)."""
+    if w.config.topology != "modern":
+        return None
+    return cells.cell_transport_url(w.config.transport_url)
+
+
+def _compute_task_manager(w: Wiring, service: str, host: str) -> ComputeTaskManager:
+    """The tasks that need the scheduler before a host can act: unshelve, and in
+    the modern topology ``schedule_and_build_instances``. The scheduler is on the
+    top-level broker; compute hosts on their cell's."""
+    tracer = w.tracer(service)
+    db = w.database(service)
+    http = w.http(service)
+    cell_db_handles, report_client = _modern_parts(w, service, db, http, tracer)
+    return ComputeTaskManager(
+        db, GlanceImageServiceV2(w.urls["glance"], http, tracer),
+        SchedulerAPI(w.transport(), tracer),
+        ComputeRPCAPI(w.transport(cell_transport_url(w)), tracer), tracer, host,
+        cells=cell_db_handles, report_client=report_client)
+
+
 def nova_conductor(w: Wiring, host: str = CONTROLLER) -> ConductorManager:
     """The only nova service besides api and scheduler with a database handle.
 
-    Two endpoints on one topic, as upstream: the database work compute hosts ask
-    for, and the tasks that need the scheduler first (unshelve, and in the modern
-    topology the super conductor's ``schedule_and_build_instances``).
+    In the classic topology two endpoints on one topic, as upstream: the database
+    work compute hosts ask for, and the tasks that need the scheduler first
+    (unshelve). In the modern topology this is cell1's conductor, on cell1's
+    broker, doing only the database work; the tasks are the super conductor's.
     """
     service = "nova-conductor"
     tracer = w.tracer(service)
-    db = w.database(service)
-    transport = w.transport()
-    http = w.http(service)
-    cells, report_client = _modern_parts(w, service, db, http, tracer)
-    manager = ConductorManager(db, tracer)
-    tasks = ComputeTaskManager(db, GlanceImageServiceV2(w.urls["glance"], http, tracer),
-                               SchedulerAPI(transport, tracer), ComputeRPCAPI(transport, tracer),
-                               tracer, host, cells=cells, report_client=report_client)
-    w.rpc_server("conductor", host, [manager, tasks], tracer)
+    manager = ConductorManager(w.database(service), tracer)
+    if w.config.topology == "modern":
+        w.rpc_server("conductor", host, [manager], tracer, transport_url=cell_transport_url(w))
+    else:
+        w.rpc_server("conductor", host, [manager, _compute_task_manager(w, service, host)],
+                     tracer)
     return manager
+
+
+def nova_super_conductor(w: Wiring, host: str = CONTROLLER) -> ComputeTaskManager:
+    """The modern topology's super conductor (DevStack's ``n-super-cond``): the
+    ``conductor`` topic on the top-level broker, holding the API database and
+    reaching every cell's. It creates instances in cells; it serves no compute
+    host (they cannot reach this broker)."""
+    service = "nova-super-conductor"
+    tasks = _compute_task_manager(w, service, host)
+    w.rpc_server("conductor", host, [tasks], tasks.tracer)
+    return tasks
 
 
 def nova_scheduler(w: Wiring, host: str = CONTROLLER) -> SchedulerManager:
@@ -100,10 +133,11 @@ def nova_scheduler(w: Wiring, host: str = CONTROLLER) -> SchedulerManager:
     tracer = w.tracer(service)
     db = w.database(service)
     scheduler_conf.write_default(scheduler_conf.conf_path(w.config.state_dir))
-    cells, placement_client = _modern_parts(w, service, db, w.http(service), tracer)
-    manager = SchedulerManager(db, ComputeRPCAPI(w.transport(), tracer), tracer,
+    _cells, placement_client = _modern_parts(w, service, db, w.http(service), tracer)
+    manager = SchedulerManager(db, ComputeRPCAPI(w.transport(cell_transport_url(w)), tracer),
+                               tracer,
                                state_dir=w.config.state_dir,
-                               placement_client=placement_client, cells=cells)
+                               placement_client=placement_client)
     w.rpc_server("scheduler", host, [manager], tracer)
     return manager
 
@@ -152,7 +186,9 @@ def nova_compute(w: Wiring, host: str, guests: GuestBoots | None = None) -> Comp
     if "placement" in w.urls:  # the modern topology: the node is a resource provider
         reportclient = SchedulerReportClient(w.urls["placement"], http, tracer,
                                              service_auth.service_token)
-    manager = ComputeManager(host, driver, ConductorAPI(w.transport(), tracer), tracer,
+    cell_broker = cell_transport_url(w)  # a compute host talks to its cell's conductor only
+    manager = ComputeManager(host, driver, ConductorAPI(w.transport(cell_broker), tracer),
+                             tracer,
                              report_interval=w.config.report_interval,
                              network_api=network_api, volume_api=volume_api,
                              faults=w.faults, reportclient=reportclient)
@@ -161,7 +197,7 @@ def nova_compute(w: Wiring, host: str, guests: GuestBoots | None = None) -> Comp
         scheduler_conf.conf_path(w.config.state_dir))
     if "neutron" in w.urls:
         neutron_l2_agent(w, host)
-    w.rpc_server("compute", host, [manager], tracer)
+    w.rpc_server("compute", host, [manager], tracer, transport_url=cell_broker)
     manager.init_host()
     manager.start_heartbeat()
     # Stop callbacks run last-registered first: drain the builds in flight

@@ -42,13 +42,12 @@ _SCHEDULER_ERRORS = (scheduler_exception.SchedulerHostFilterNotFound,
 
 class SchedulerManager:
     def __init__(self, db: Database, compute_rpcapi: ComputeAPI, tracer, state_dir=None,
-                 placement_client=None, cells=None):
+                 placement_client=None):
         self.db = db
         self.tracer = tracer
         self.compute_rpcapi = compute_rpcapi
-        # The modern topology: candidates and claims from placement, hosts mapped to cells.
+        # The modern topology: candidates and claims from placement.
         self.placement_client = placement_client
-        self.cells = cells
         # [filter_scheduler] comes from the deployment's STATE_DIR/nova.conf.
         conf_path = None if state_dir is None else Path(state_dir).absolute() / CONF_NAME
         self.driver = FilterScheduler(HostManager(db, tracer, conf_path), tracer,
@@ -126,8 +125,6 @@ class SchedulerManager:
         (not a row the scheduler saves) is what keeps a racing request off the same
         resources. No instance row exists yet: the conductor creates it in the cell
         of the host chosen here."""
-        if self.cells is not None:  # a host started a moment ago is mapped to its cell
-            self.cells.discover_hosts(context)
         resources = resources_from_request_spec(request_spec)
         alloc_reqs, _summaries = self.placement_client.get_allocation_candidates(
             context, resources)

@@ -81,8 +81,8 @@ def test_the_steps_stand_on_what_really_ran(modern_boot):
     assert (span(5).service, span(5).get(attr.RPC_METHOD)) == \
         ("nova-api", "schedule_and_build_instances")
     assert (span(8).service, span(8).get(attr.RPC_METHOD), span(8).get(attr.NOVALAB_RPC_STYLE)) \
-        == ("nova-conductor", "select_destinations", "call")
-    assert span(18).service == "nova-conductor"
+        == ("nova-super-conductor", "select_destinations", "call")
+    assert span(18).service == "nova-super-conductor"
     assert trace.is_under(span(18), report.result(7).span)
     # The claim: placement's PUT, called by the scheduler, for the server as consumer.
     claim = span(13)
@@ -91,7 +91,7 @@ def test_the_steps_stand_on_what_really_ran(modern_boot):
     assert next(a for a in trace.ancestors(claim) if a.service != "placement-api").service \
         == "nova-scheduler"
     assert span(21).get(attr.RPC_METHOD) == "build_and_run_instance"
-    assert span(21).service == "nova-conductor"
+    assert span(21).service == "nova-super-conductor"
     # The first row of the instance anywhere in the trace is the conductor's.
     inserts = sorted((s for s in trace if s.name == "INSERT instances"), key=lambda s: s.start_ns)
     assert inserts[0].span_id == span(18).span_id
@@ -164,7 +164,8 @@ def test_flow_check_and_compare_on_the_command_line(modern_trace, tmp_path):
     compared = runner.invoke(novalab, ["flow", "compare", "--modern", str(path)])
     assert compared.exit_code == 0, compared.output
     report = check(modern_trace, FLOW)
-    assert f"in this boot: nova-conductor ({report.result(8).span.span_id})" in compared.output
+    caller = f"in this boot: nova-super-conductor ({report.result(8).span.span_id})"
+    assert caller in compared.output
 
 
 def test_compare_answers_the_questions_from_both_boots(modern_trace, recorded_whole_cast_trace):
@@ -173,11 +174,12 @@ def test_compare_answers_the_questions_from_both_boots(modern_trace, recorded_wh
     who = {a.question.key: (compare.Answer.who(a.classic), compare.Answer.who(a.modern))
            for a in both.answers}
     assert who["scheduler"][0].startswith("nova-api (")
-    assert who["scheduler"][1].startswith("nova-conductor (")
-    assert who["row"][0].startswith("nova-api (") and who["row"][1].startswith("nova-conductor (")
+    assert who["scheduler"][1].startswith("nova-super-conductor (")
+    assert who["row"][0].startswith("nova-api (") and who["row"][1].startswith(
+        "nova-super-conductor (")
     assert who["claim"][1].startswith("nova-scheduler (") and "placement-api" in who["claim"][1]
     assert who["host"][0].startswith("nova-scheduler (")
-    assert who["host"][1].startswith("nova-conductor (")
+    assert who["host"][1].startswith("nova-super-conductor (")
     text = compare.render_text(both)
     assert "MISSING" not in text
     assert f"modern boot: trace {modern_trace.trace_id}" in text

@@ -56,6 +56,7 @@ def cloud():
                 pytest.skip(f"no network namespace here (not root) and standard ports {busy} "
                             "are in use; novalab up runs on the standard ports")
         mq = stack.enter_context(private_services.private_rabbitmq())
+        mq.add_vhost("nova_cell1")  # cell1's broker, as DevStack's stack.sh makes it
         pg = stack.enter_context(private_services.private_postgres())
         state_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="novalab-up-")))
         args = ["--computes", "2", "--transport", mq.url, "--db", pg.url("novalab"),
@@ -80,8 +81,8 @@ def test_placement_runs_as_a_process_of_its_own_in_the_catalog(cloud):
     state = cloud["state"]
     pids = _pids(state)
     assert set(pids) == {u.id for u in processes.plan(2, web=False, topology="modern")}
-    assert {"placement-api", "nova-conductor", "nova-scheduler", "nova-compute-compute-1",
-            "nova-compute-compute-2"} <= set(pids)
+    assert {"placement-api", "nova-super-conductor", "nova-conductor", "nova-scheduler",
+            "nova-compute-compute-1", "nova-compute-compute-2"} <= set(pids)
     assert len(set(pids.values())) == len(pids)  # each its own process
     ready = {unit: json.loads((state.root / "run" / f"{unit}.ready").read_text())
              for unit in pids}
@@ -120,6 +121,9 @@ def test_status_shows_the_topology_and_every_units_rpc_topics(cloud):
         assert {"compute." + host, "q-agent-notifier-port-update." + host,
                 "q-agent-notifier-port-delete." + host} <= set(topics[f"nova-compute-{host}"])
     assert topics["nova-conductor"] and topics["nova-scheduler"] and topics["cinder-volume"]
+    # The super conductor and cell1's conductor: the same topic on two brokers' vhosts.
+    assert [t.split(".", 1)[0] for t in topics["nova-super-conductor"]] == ["conductor"]
+    assert [t.split(".", 1)[0] for t in topics["nova-conductor"]] == ["conductor"]
     for unit, listed in topics.items():
         for topic in listed:
             assert topic in status.stderr, f"{unit}'s {topic} is not in status"
@@ -139,7 +143,7 @@ def test_a_boot_on_the_modern_deployment_ends_active_and_shows_the_modern_flow(c
     assert head[0].startswith("flow modern: "), check.stdout[-2000:] + check.stderr
     assert head[1].startswith("picked from the trace: span "
                               "'ComputeTaskManager.schedule_and_build_instances' of "
-                              "nova-conductor")
+                              "nova-super-conductor")
 
 
 def test_up_keeps_the_running_topology_and_refuses_another(cloud):

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from novalab.reference.common.db import Base, Database
-from novalab.reference.nova.cells import CELL1_UUID, CellDatabases, cell0_url, simple_cell_setup
+from novalab.reference.nova.cells import (
+    CELL1_UUID,
+    CellDatabases,
+    cell0_url,
+    cell_transport_url,
+    simple_cell_setup,
+)
 from novalab.reference.nova.db import api as db_api
 from novalab.reference.nova.db import api_database as api_db
 from novalab.reference.nova.db.api_database import CELL0_UUID
@@ -66,3 +72,22 @@ def test_discover_hosts_maps_new_compute_hosts_to_cell1_only_once(api, tmp_path)
             api_db.host_mapping_get_by_host(api, "compute-9")
     finally:
         cells.dispose()
+
+
+@pytest.mark.parametrize(("top", "cell1"), [
+    ("memory:///abc", "memory:///abc_nova_cell1"),
+    ("memory://", "memory:///nova_cell1"),
+    ("amqp://guest:guest@127.0.0.1:5672/", "amqp://guest:guest@127.0.0.1:5672/nova_cell1"),
+    ("amqp://guest:guest@127.0.0.1:5672", "amqp://guest:guest@127.0.0.1:5672/nova_cell1"),
+    ("rabbit://g:g@h/%2F", "rabbit://g:g@h/nova_cell1"),
+    ("amqp://g:g@h:1/novalab-test-1", "amqp://g:g@h:1/novalab-test-1_cell1"),
+])
+def test_cell1_has_a_virtual_host_of_its_own(top, cell1):
+    """The cell's conductor and compute queues must not be the super conductor's."""
+    assert cell_transport_url(top) == cell1
+
+
+def test_cell1_is_mapped_to_its_own_broker(api):
+    cells = {c["name"]: c for c in simple_cell_setup(api, "memory:///x")}
+    assert cells["cell1"]["transport_url"] == "memory:///x_nova_cell1"
+    assert cells["cell0"]["transport_url"] == "none:///"

@@ -111,8 +111,8 @@ MAPPING = (
          "build_and_run_instance is cast by the conductor, not by the scheduler.", "host"),
     Pair((13,), (22,), SAME, "The host takes build_and_run_instance off compute.<host>."),
     Pair((14, 15, 16, 17, 18), (23, 24), SAME,
-         "nova-compute reads and saves the instance through the conductor (today the cell "
-         "conductor's role, played by the one conductor)."),
+         "nova-compute reads and saves the instance through the conductor (today cell1's "
+         "own conductor, which the super conductor is not)."),
     Pair(tuple(range(26, 39)), (25,), SAME,
          "The network: today's table draws only nova-compute's request; Neutron's agents "
          "work as the classic steps draw. Real Nova builds networks and volumes "

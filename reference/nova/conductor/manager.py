@@ -12,9 +12,11 @@ conductor's part (it holds the API database and reaches every cell's): call
 the scheduler, create the instance in the chosen host's cell (or bury it in
 cell0), map it there, delete its build request, cast to the host.
 
-In a one-cell cloud one conductor process plays both the super conductor and
-cell1's conductor, as DevStack runs it unless told ``CELLSV2_SETUP=superconductor``
-(docs/decisions.md).
+In the modern topology the two endpoints run in two processes, as DevStack runs
+them by default (``CELLSV2_SETUP=superconductor``): ``nova-super-conductor``
+(``ComputeTaskManager``, top-level broker, API database) and cell1's
+``nova-conductor`` (``ConductorManager``, cell1's virtual host); see
+``reference/nova/service.py``.
 """
 
 from __future__ import annotations

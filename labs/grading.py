@@ -172,10 +172,10 @@ class Context:
                           timeout=30) as guest:
             return guest.get(f"{proxy.rstrip('/')}{path}")
 
-    def require_whole_boot(self, name: str):
-        """The flow check of the boot of ``name``, which must match every step it implies,
-        none out of order."""
-        result = self.flow(name)
+    def require_whole_boot(self, name: str, flow: str | None = "classic"):
+        """The flow check of the boot of ``name`` (on ``flow``, as :meth:`flow` reads it),
+        which must match every step it implies, none out of order."""
+        result = self.flow(name, flow)
         if not result.ok:
             missing = [r.step.number for r in result.results if r.missing]
             raise Fail(f"{result.summary}; missing: {missing}")
@@ -196,15 +196,29 @@ class Context:
             raise self._boots[key]
         return self._boots[key]
 
-    def flow(self, name: str):
-        """The flow check (classic, 58 steps) of the boot of server ``name``."""
+    def flow(self, name: str, flow: str | None = "classic"):
+        """The flow check of the boot of server ``name`` on the table ``flow``.
+
+        ``flow`` is the table the lab's step numbers are of: classic (the 58, which
+        every lab's ``steps`` number) unless a lab says otherwise; None takes the table
+        the trace shows (``flows.detect``). A boot that shows another flow than the one
+        named fails, saying so: on a modern cloud (``lab start --cloud running``) the
+        classic step numbers would name other steps, or none.
+        """
         from novalab.diagrams.check import check as flow_check
-        from novalab.diagrams.flows import get_flow
+        from novalab.diagrams.flows import detect, get_flow
 
         trace = self.boot(name)
-        if ("flow", trace.trace_id) not in self._boots:
-            self._boots["flow", trace.trace_id] = flow_check(trace, get_flow("classic"))
-        return self._boots["flow", trace.trace_id]
+        shows, why = detect(trace)
+        if flow is not None and shows != flow:
+            where = (f" on the lab cloud (`novalab lab start {self.lab.number} --cloud lab`, "
+                     "wired as classic)" if flow == "classic" else "")
+            raise Fail(f"the boot of {name} shows the {shows} flow ({why}), and this lab "
+                       f"grades the steps of the {flow} table: boot {name} again{where}")
+        key = ("flow", trace.trace_id, shows)
+        if key not in self._boots:
+            self._boots[key] = flow_check(trace, get_flow(shows))
+        return self._boots[key]
 
     def answer(self, key: str) -> str:
         if key not in self.answers:

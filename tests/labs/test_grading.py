@@ -51,3 +51,52 @@ def test_a_boot_without_a_trace_fails_every_check_that_asks_but_is_looked_for_on
         with pytest.raises(Fail, match="no trace of the boot of vm"):
             ctx.flow("vm")
     assert store.reads == 1
+
+
+# -- which table a boot is graded on ---------------------------------------------------------
+
+RECORDED_CLASSIC = Path(__file__).parents[1] / "diagrams" / "fixtures" / "boot-whole-cast.otlp.json"
+
+
+@pytest.fixture(scope="module")
+def modern_spans(tmp_path_factory) -> list[Span]:
+    """The spans of a real boot on an embedded cloud wired as today's Nova."""
+    from novalab.diagrams.load import load_trace
+    from novalab.reference.deploy.boot import BootRequest, boot
+    from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
+    from novalab.tracing.setup import Telemetry
+
+    telemetry = Telemetry(memory=True, otlp=False)
+    state = tmp_path_factory.mktemp("modern-grading") / "cloud"
+    with EmbeddedCloud(CloudConfig(state_dir=state, topology="modern"), telemetry) as cloud:
+        result = boot(cloud, BootRequest(name="today"))
+        assert result.active, result.server
+        spans = list(load_trace(result.spans))
+    telemetry.shutdown()
+    return spans
+
+
+def test_a_classic_boot_is_graded_on_the_classic_steps():
+    from novalab.diagrams.load import load_trace
+
+    ctx = context(Store(list(load_trace(RECORDED_CLASSIC))))
+    result = ctx.require_whole_boot("vm")
+    assert result.flow.name == "classic" and result.ok
+    assert ctx.flow("vm").result(6).span.service == "nova-api"  # the cast to the scheduler
+    assert ctx.flow("vm", None) is result  # the table it shows is the classic one
+
+
+def test_a_modern_boot_is_not_graded_on_classic_step_numbers(modern_spans):
+    """A lab whose steps are the classic table's fails a modern boot, saying why, rather
+    than reading modern steps under classic numbers; None grades it on its own table."""
+    from novalab.diagrams.flows import get_flow
+
+    ctx = context(Store(modern_spans))
+    for ask in (ctx.flow, ctx.require_whole_boot):
+        with pytest.raises(Fail, match=r"shows the modern flow .*schedule_and_build_instances"
+                                       r".* steps of the classic table"):
+            ask("vm")
+    result = ctx.require_whole_boot("vm", flow=None)
+    assert result.flow.name == "modern"
+    assert result.matched == len(get_flow("modern").steps)
+    assert ctx.flow("vm", "modern") is result

@@ -6,6 +6,8 @@ scheduler will read, and an ``InstanceMapping`` whose cell is still empty. The
 super conductor fills the mapping in once it has created the instance in the
 cell of the chosen host (``HostMapping``), or in cell0 when no host fits.
 ``CellMapping`` says where each cell's database and message queue are.
+``KeyPair`` is a user's public keys (``os-keypairs``): they belong to a user,
+not a cell, so they live here too.
 
 novalab keeps these tables in the same schema as the cell's (one database plays
 the API database and cell1); cell0 is a database of its own (docs/decisions.md).
@@ -15,7 +17,17 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String, Text
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Enum,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from novalab.reference.common.db import Base, utcnow
@@ -73,3 +85,21 @@ class BuildRequest(_Timestamps, Base):
     # The instance to be and its block device mappings, as upstream serializes them.
     instance: Mapped[dict] = mapped_column(JSON)
     block_device_mappings: Mapped[list] = mapped_column(JSON, default=list)
+
+
+class KeyPair(_Timestamps, Base):
+    """A user's public key, by name (``nova/db/api/models.py`` ``KeyPair``).
+
+    No soft delete: the API database deletes rows. The API still shows
+    ``deleted: false`` and ``deleted_at: null``, as upstream does."""
+
+    __tablename__ = "key_pairs"
+    __table_args__ = (UniqueConstraint("user_id", "name", name="uniq_key_pairs0user_id0name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(255))
+    user_id: Mapped[str] = mapped_column(String(255))
+    fingerprint: Mapped[str | None] = mapped_column(String(255))
+    public_key: Mapped[str | None] = mapped_column(Text)
+    type: Mapped[str] = mapped_column(Enum("ssh", "x509", name="keypair_types"),
+                                      server_default="ssh")

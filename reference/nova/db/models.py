@@ -56,6 +56,11 @@ class Instance(TimestampMixin, SoftDeleteMixin, Base):
     task_state: Mapped[str | None] = mapped_column(String(255))
     power_state: Mapped[int] = mapped_column(Integer, default=0)
     key_name: Mapped[str | None] = mapped_column(String(255))
+    # The key pair as it was at boot: its public key (served to the guest, EC2's
+    # openssh-key) and, as upstream's ``instance_extra.keypairs``, the whole pair
+    # (name, type, public key, fingerprint) for ``meta_data.json``'s ``keys``.
+    key_data: Mapped[str | None] = mapped_column(Text)
+    keypairs: Mapped[list | None] = mapped_column(JSON)
     user_data: Mapped[str | None] = mapped_column(Text)
     metadata_items: Mapped[dict] = mapped_column("metadata", JSON, default=dict)
     # Nova's instance_system_metadata rows, as one JSON object: what the services

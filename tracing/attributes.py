@@ -135,6 +135,13 @@ NOVA_BUILD_VOLUMES = "nova.build.volumes"
 NOVA_BUILD_BOOT_FROM_VOLUME = "nova.build.boot_from_volume"
 NOVA_IMAGE_CACHE_HIT = "nova.image.cache_hit"
 
+# A key pair (os-keypairs): its name, type and fingerprint, where nova-api creates,
+# imports or deletes it, where nova-api-metadata serves it to a guest, and where the
+# guest's cloud-init installs it (the same names at both ends, so one query finds both).
+NOVA_KEYPAIR_NAME = "nova.keypair.name"
+NOVA_KEYPAIR_TYPE = "nova.keypair.type"
+NOVA_KEYPAIR_FINGERPRINT = "nova.keypair.fingerprint"
+
 # OpenStack's request id (oslo.context ``request_id``, the ``X-OpenStack-Request-ID``
 # header): on every API's HTTP SERVER span and on the RPC spans that carry its context.
 OPENSTACK_REQUEST_ID = "openstack.request_id"

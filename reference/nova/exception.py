@@ -23,3 +23,25 @@ class InstanceNotRunning(exception.Invalid):
 
 class UnshelveException(exception.NovaLabException):
     msg_fmt = "Error during unshelve instance %(instance_id)s: %(reason)s"
+
+
+class InvalidKeypair(exception.Invalid):
+    msg_fmt = "Keypair data is invalid: %(reason)s"
+
+
+class KeypairNotFound(exception.NotFound):
+    msg_fmt = "Keypair %(name)s not found for user %(user_id)s"
+
+
+class KeyPairExists(exception.Conflict):
+    msg_fmt = "Key pair '%(key_name)s' already exists."
+
+
+class KeypairLimitExceeded(exception.Forbidden):
+    """An ``OverQuota`` upstream: a 403 with no quota figures in it."""
+
+    msg_fmt = "Quota exceeded, too many key pairs."
+
+
+class MarkerNotFound(exception.NotFound):
+    msg_fmt = "Marker %(marker)s could not be found."

@@ -40,6 +40,11 @@ RULES = {
     "os_compute_api:os-quota-sets:defaults": policy.ANYONE,
     "os_compute_api:os-quota-sets:update": policy.ADMIN,
     "os_compute_api:os-quota-sets:delete": policy.ADMIN,
+    # nova/policies/keypairs.py: a key pair is its user's; admins act for anyone.
+    "os_compute_api:os-keypairs:index": f"{policy.ADMIN} or user_id:%(user_id)s",
+    "os_compute_api:os-keypairs:create": f"{policy.ADMIN} or user_id:%(user_id)s",
+    "os_compute_api:os-keypairs:delete": f"{policy.ADMIN} or user_id:%(user_id)s",
+    "os_compute_api:os-keypairs:show": f"{policy.ADMIN} or user_id:%(user_id)s",
 }
 
 ENFORCER = policy.Enforcer(RULES)

@@ -15,6 +15,7 @@ from novalab.reference.nova.api import (
     actions,
     flavors,
     instance_actions,
+    keypairs,
     quota_sets,
     server_external_events,
     servers,
@@ -47,4 +48,5 @@ def create_app(db: Database, compute_api: ComputeAPI, auth: AuthProtocol, tracer
     server_external_events.register(
         app, server_external_events.ServerExternalEventsController(db, compute_api, tracer))
     quota_sets.register(app, compute_api.quotas, tracer)
+    keypairs.register(app, compute_api, tracer)
     return app

@@ -27,9 +27,16 @@ from novalab.reference.common import exception
 from novalab.reference.common.context import RequestContext
 from novalab.reference.common.db import Database
 from novalab.reference.common.quota import OverQuota
+from novalab.reference.nova import exception as nova_exception
 from novalab.reference.nova import quota
 from novalab.reference.nova import utils as nova_utils
-from novalab.reference.nova.compute import instance_actions, power_state, task_states, vm_states
+from novalab.reference.nova.compute import (
+    instance_actions,
+    keypairs,
+    power_state,
+    task_states,
+    vm_states,
+)
 from novalab.reference.nova.compute import utils as compute_utils
 from novalab.reference.nova.compute.cells_v2 import CellsV2Mixin
 from novalab.reference.nova.compute.rpcapi import ComputeAPI
@@ -116,11 +123,13 @@ class API(CellsV2Mixin):
         self._check_metadata_properties_quota(context, metadata)
         mappings = block_device_mapping or []
         self._validate_bdm(context, mappings, max_count)
+        key_data, keypairs = self._get_key_pair(context, key_name)
         count = self._check_num_instances_quota(context, flavor, min_count, max_count)
         instances = self._provision_instances(
             context, flavor, dict(image, id=image_href), count, display_name=display_name,
-            metadata=metadata, key_name=key_name, user_data=user_data,
-            availability_zone=availability_zone, block_device_mapping=mappings)
+            metadata=metadata, key_name=key_name, key_data=key_data, keypairs=keypairs,
+            user_data=user_data, availability_zone=availability_zone,
+            block_device_mapping=mappings)
         if self.cells is not None:
             self._cast_schedule_and_build(context, instances, image, requested_networks)
             return instances
@@ -190,6 +199,18 @@ class API(CellsV2Mixin):
         limit = self.quotas.limits(context.project_id)["metadata_items"]
         if metadata and 0 <= limit < len(metadata):
             raise OverQuota(overs="metadata_items", req=len(metadata), used=0, allowed=limit)
+
+    def _get_key_pair(self, context, key_name: str | None) -> tuple[str | None, list | None]:
+        """The caller's key pair ``key_name`` (``_validate_and_build_base_options``):
+        (its public key, the pair as the instance keeps it). Upstream's
+        ``ServersController.create`` turns the ``KeypairNotFound`` into this 400."""
+        if key_name is None:
+            return None, None
+        try:
+            keypair = keypairs.key_pair_get(self.db, context.user_id, key_name)
+        except nova_exception.KeypairNotFound as exc:
+            raise exception.Invalid("Invalid key_name provided.") from exc
+        return keypair["public_key"], [keypairs.instance_keypair(keypair)]
 
     @staticmethod
     def _validate_availability_zone(availability_zone: str | None) -> None:
@@ -275,19 +296,21 @@ class API(CellsV2Mixin):
     @upstream(_API, "API._provision_instances")
     def _provision_instances(self, context, flavor: dict, image: dict, num: int, *,
                              display_name: str, metadata, key_name, user_data,
-                             availability_zone, block_device_mapping=()) -> list[dict]:
+                             availability_zone, block_device_mapping=(), key_data=None,
+                             keypairs=None) -> list[dict]:
         if self.cells is not None:
             return self._provision_in_api_database(
                 context, flavor, image, num, display_name=display_name, metadata=metadata,
-                key_name=key_name, user_data=user_data, availability_zone=availability_zone,
-                block_device_mapping=block_device_mapping)
+                key_name=key_name, key_data=key_data, keypairs=keypairs, user_data=user_data,
+                availability_zone=availability_zone, block_device_mapping=block_device_mapping)
         instances = []
         try:
             for index in range(num):
                 name = display_name if num == 1 else f"{display_name}-{index + 1}"
                 instance = db_api.instance_create(self.db, self._instance_values(
                     context, flavor, image, name, metadata=metadata, key_name=key_name,
-                    user_data=user_data, availability_zone=availability_zone))
+                    key_data=key_data, keypairs=keypairs, user_data=user_data,
+                    availability_zone=availability_zone))
                 instances.append(instance)
                 span = trace.get_current_span()
                 set_instance_attributes(span, instance)
@@ -345,7 +368,8 @@ class API(CellsV2Mixin):
 
     @staticmethod
     def _instance_values(context, flavor: dict, image: dict, name: str, *, metadata,
-                         key_name, user_data, availability_zone) -> dict:
+                         key_name, user_data, availability_zone, key_data=None,
+                         keypairs=None) -> dict:
         """The new instance's fields: building, waiting for the scheduler."""
         return {
             "uuid": str(uuid.uuid4()), "display_name": name,
@@ -356,7 +380,8 @@ class API(CellsV2Mixin):
             "ephemeral_gb": flavor["ephemeral_gb"],
             "vm_state": vm_states.BUILDING, "task_state": task_states.SCHEDULING,
             "power_state": power_state.NOSTATE, "metadata": metadata or {},
-            "key_name": key_name, "user_data": user_data,
+            "key_name": key_name, "key_data": key_data, "keypairs": keypairs,
+            "user_data": user_data,
             "availability_zone": availability_zone,
             # What the server remembers of its image (nova/utils.py).
             "system_metadata": dict(nova_utils.get_system_metadata_from_image(image, flavor),

@@ -16,8 +16,14 @@ both services share. The handler checks the signature with
 * the EC2 tree: ``/<version>/meta-data/`` and a few keys (``instance-id``,
   ``hostname``, ``local-ipv4``, ``instance-type``, ``placement/availability-zone``...).
 
-Left out: passwords, vendordata drivers, key pairs (``keys`` is always empty),
-device tags, the config drive and the metadata cache.
+A server booted with a key pair (``--key-name``) is served the copy of the pair it
+keeps (``instances.key_data``, ``keypairs``): in ``meta_data.json`` as
+``public_keys`` (name to key) and ``keys`` (name, type, data), and in the EC2
+tree as ``public-keys/`` listing ``0=<name>`` and ``public-keys/0/openssh-key``.
+That is how a guest's cloud-init finds the key to put in ``authorized_keys``.
+
+Left out: passwords, vendordata drivers, device tags, the config drive and the
+metadata cache.
 """
 
 from __future__ import annotations
@@ -70,8 +76,11 @@ def _text(status: int, title: str, explanation: str = "") -> Response:
 
 
 def ec2_md_print(data) -> str:
+    """A listing: a dict's keys (``key/`` for a subtree, or the subtree's ``_name``)."""
     if isinstance(data, dict):
-        return "\n".join(f"{k}/" if isinstance(data[k], dict) else k for k in sorted(data))
+        return "\n".join(str(data[k]["_name"]) if isinstance(data[k], dict) and "_name" in data[k]
+                         else f"{k}/" if isinstance(data[k], dict) else k
+                         for k in sorted(data) if k != "_name")
     if isinstance(data, list):
         return "\n".join(data)
     return data if isinstance(data, str) else str(data)
@@ -206,9 +215,14 @@ class InstanceMetadata:
         metadata = {"uuid": instance["uuid"]}
         if instance.get("metadata"):
             metadata["meta"] = instance["metadata"]
+        keypair = self._keypair()
+        if keypair:
+            metadata["public_keys"] = {keypair["name"]: keypair["public_key"]}
+            metadata["keys"] = [{"name": keypair["name"], "type": keypair["type"],
+                                 "data": keypair["public_key"]}]
         metadata.update({"hostname": self._hostname(), "name": instance["display_name"],
-                         "launch_index": instance.get("launch_index", 0),
-                         "availability_zone": self.availability_zone, "keys": []})
+                         "launch_index": instance.get("launch_index") or 0,
+                         "availability_zone": self.availability_zone})
         if version >= GRIZZLY:
             metadata["random_seed"] = base64.b64encode(os.urandom(512)).decode()
         if version >= LIBERTY:
@@ -220,19 +234,39 @@ class InstanceMetadata:
         self.mimetype = "application/json"
         return json.dumps(metadata)
 
+    def _keypair(self) -> dict | None:
+        """The key pair the instance keeps (``instance.keypairs[0]``), if it has one."""
+        if not self.instance.get("key_name"):
+            return None
+        keypair = (self.instance.get("keypairs") or [None])[0]
+        if keypair is None:
+            LOG.debug("Unable to find keypair for instance with key name '%s'.",
+                      self.instance["key_name"])
+            return None
+        # What the guest is being handed, for a learner to follow to its cloud-init.
+        span = trace.get_current_span()
+        span.set_attribute(attr.NOVA_KEYPAIR_NAME, keypair["name"])
+        span.set_attribute(attr.NOVA_KEYPAIR_FINGERPRINT, keypair.get("fingerprint") or "")
+        return keypair
+
     def _ec2_item(self, tokens: list[str]):
         version = VERSIONS[-1] if tokens[0] == "latest" else tokens[0]
         if version not in VERSIONS:
             raise KeyError(version)
         fixed = [ip["address"] for vif in self.network_info
                  for s in vif["network"]["subnets"] for ip in s["ips"]]
-        meta = {"ami-launch-index": str(self.instance.get("launch_index", 0)),
+        meta = {"ami-launch-index": str(self.instance.get("launch_index") or 0),
                 "hostname": self._hostname(), "local-hostname": self._hostname(),
                 "instance-id": f"i-{self.instance['id']:08x}",
                 "instance-type": self.instance["flavor_name"],
                 "local-ipv4": fixed[0] if fixed else (self.address or ""),
                 "placement": {"availability-zone": self.availability_zone},
                 "instance-action": "none"}
+        # EC2 renders public keys strangely: public-keys/ lists "0=<name>" (no
+        # slash), public-keys/0/ lists "openssh-key", which is the key itself.
+        if self.instance.get("key_name"):
+            meta["public-keys"] = {"0": {"_name": f"0={self.instance['key_name']}",
+                                         "openssh-key": self.instance.get("key_data") or ""}}
         data = {"meta-data": meta}
         if self.instance.get("user_data"):
             data["user-data"] = base64.b64decode(self.instance["user_data"])

@@ -28,6 +28,12 @@ def metadata(tmp_path_factory):
             "vm_state": "active", "availability_zone": "az1"}
     instance = db_api.instance_create(db, dict(spec, uuid=str(uuid.uuid4())))
     cached = db_api.instance_create(db, dict(spec, uuid=str(uuid.uuid4())))
+    KEYED.update(db_api.instance_create(db, dict(
+        spec, uuid=str(uuid.uuid4()), key_name="laptop", key_data=PUBLIC_KEY,
+        keypairs=[{"name": "laptop", "user_id": "u", "type": "ssh", "public_key": PUBLIC_KEY,
+                   "fingerprint": "aa:bb"}])))
+    ORPHAN.update(db_api.instance_create(db, dict(
+        spec, uuid=str(uuid.uuid4()), key_name="gone", key_data=PUBLIC_KEY)))
     db_api.instance_info_cache_update(db, cached["uuid"], [STATIC_VIF])
     db.dispose()
     url = service.nova_api_metadata(w)  # no neutron here: only the cache describes networks
@@ -48,6 +54,10 @@ STATIC_VIF = {
 
 
 SECRET: dict[str, str] = {}  # the module cloud's metadata_proxy_shared_secret
+KEYED: dict = {}  # an instance booted with the key pair "laptop"
+ORPHAN: dict = {}  # one with a key name and data, but no pair kept
+PUBLIC_KEY = ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHc2eXk1ZGh0bGx2c3E0bW9uZ2J2d2VyZnV3N2h4 "
+              "me@laptop\n")
 
 
 def sign(instance_id: str) -> str:
@@ -72,8 +82,11 @@ def test_signed_request_gets_meta_data(metadata):
     assert meta["uuid"] == instance["uuid"]
     assert (meta["name"], meta["hostname"]) == ("db_1", "db-1.novalocal")
     assert meta["availability_zone"] == "az1" and meta["project_id"] == "proj-1"
-    assert meta["devices"] == [] and meta["keys"] == []
-    assert "meta" not in meta  # no instance metadata: no key, as upstream
+    assert meta["devices"] == []
+    # No instance metadata, no key pair: no key for either, as upstream.
+    assert "meta" not in meta and "keys" not in meta and "public_keys" not in meta
+    assert "public-keys/" not in httpx.get(f"{url}/latest/meta-data/",
+                                           headers=proxied(instance)).text.splitlines()
 
 
 def test_bad_or_empty_signature_is_403(metadata):
@@ -141,3 +154,33 @@ def test_network_data_from_the_info_cache(metadata):
         "services": [{"type": "dns", "address": "9.9.9.9"}]}
     assert httpx.get(f"{url}/latest/meta-data/local-ipv4", headers=proxied(cached)).text == \
         "10.0.0.7"
+
+
+def test_a_key_pair_is_served_as_upstream_serves_it(metadata):
+    """meta_data.json's public_keys and keys; EC2's public-keys tree with its odd listing."""
+    url, _instance, _cached = metadata
+    headers = proxied(KEYED)
+    meta = httpx.get(f"{url}/openstack/latest/meta_data.json", headers=headers).json()
+    assert meta["public_keys"] == {"laptop": PUBLIC_KEY}
+    assert meta["keys"] == [{"name": "laptop", "type": "ssh", "data": PUBLIC_KEY}]
+    ec2 = f"{url}/latest/meta-data"
+    assert "public-keys/" in httpx.get(f"{ec2}/", headers=headers).text.splitlines()
+    assert httpx.get(f"{ec2}/public-keys/", headers=headers).text == "0=laptop"
+    assert httpx.get(f"{ec2}/public-keys/0/", headers=headers).text == "openssh-key"
+    key = httpx.get(f"{ec2}/public-keys/0/openssh-key", headers=headers)
+    assert (key.status_code, key.text) == (200, PUBLIC_KEY)
+    assert httpx.get(f"{ec2}/public-keys/1/openssh-key", headers=headers).status_code == 404
+    # The oldest EC2 version has the key too.
+    assert httpx.get(f"{url}/1.0/meta-data/public-keys/0/openssh-key",
+                     headers=headers).text == PUBLIC_KEY
+
+
+
+def test_a_key_name_without_its_pair_serves_no_keys_json(metadata):
+    """An instance with a key name but no pair kept (upstream: lazy-loading found none)
+    has no keys in meta_data.json; the EC2 tree reads key_name and key_data alone."""
+    url, _instance, _cached = metadata
+    headers = proxied(ORPHAN)
+    meta = httpx.get(f"{url}/openstack/latest/meta_data.json", headers=headers).json()
+    assert "public_keys" not in meta and "keys" not in meta
+    assert httpx.get(f"{url}/latest/meta-data/public-keys/", headers=headers).text == "0=gone"

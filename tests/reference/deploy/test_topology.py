@@ -142,10 +142,10 @@ def test_up_without_topology_keeps_the_running_one(running, monkeypatch):
     assert options.topology == "classic"
 
 
-def test_up_plans_placement_only_for_modern():
+def test_up_plans_placement_and_the_super_conductor_only_for_modern():
     classic = {u.id for u in processes.plan(2, web=False)}
     modern = {u.id for u in processes.plan(2, web=False, topology="modern")}
-    assert modern - classic == {"placement-api"}
+    assert modern - classic == {"placement-api", "nova-super-conductor"}
     assert {"nova-conductor", "nova-scheduler", "nova-compute-compute-2"} <= classic
 
 

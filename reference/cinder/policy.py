@@ -28,6 +28,10 @@ RULES = {
     "volume:attachment_delete": PROJECT_MEMBER,
     "volume:attachment_complete": PROJECT_MEMBER,
     "volume_extension:volume_host_attribute": ADMIN,
+    # The project of a volume to its readers, its migration state to admins
+    # (cinder/policies/volumes.py: TENANT_ATTRIBUTE_POLICY, MIG_ATTRIBUTE_POLICY).
+    "volume_extension:volume_tenant_attribute": PROJECT_READER,
+    "volume_extension:volume_mig_status_attribute": ADMIN,
     "volume_extension:quotas:show": PROJECT_READER,
     "volume_extension:quotas:update": ADMIN,
     "volume_extension:quotas:delete": ADMIN,

@@ -19,9 +19,18 @@ RULES = {
     "os_compute_api:servers:detail": policy.PROJECT_READER_OR_ADMIN,
     "os_compute_api:servers:show": policy.PROJECT_READER_OR_ADMIN,
     "os_compute_api:servers:delete": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:servers:update": policy.PROJECT_MEMBER_OR_ADMIN,
     "os_compute_api:servers:index:get_all_tenants": policy.ADMIN,
     "os_compute_api:servers:detail:get_all_tenants": policy.ADMIN,
     "os_compute_api:os-extended-server-attributes": policy.ADMIN,
+    # What later microversions show of a server and a flavor (nova/policies/servers.py,
+    # flavor_extra_specs.py): the flavor's extra specs to its readers, the host's
+    # status (2.16) to admins.
+    "os_compute_api:servers:show:flavor-extra-specs": policy.PROJECT_READER_OR_ADMIN,
+    "os_compute_api:servers:show:host_status": policy.ADMIN,
+    "os_compute_api:servers:show:host_status:unknown-only": policy.ADMIN,
+    "os_compute_api:os-flavor-extra-specs:index": policy.PROJECT_READER_OR_ADMIN,
+    "os_compute_api:os-flavor-extra-specs:show": policy.PROJECT_READER_OR_ADMIN,
     # nova/policies/servers.py and shelve.py: the server actions novalab has.
     "os_compute_api:servers:create_image": policy.PROJECT_MEMBER_OR_ADMIN,
     "os_compute_api:os-shelve:shelve": policy.PROJECT_MEMBER_OR_ADMIN,

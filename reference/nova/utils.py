@@ -51,3 +51,31 @@ def get_image_from_system_metadata(system_meta: dict) -> dict:
             properties[key] = value
     image_meta["properties"] = properties
     return image_meta
+
+
+# The flavor fields an instance keeps of the flavor it booted with (instance_extra.flavor).
+INSTANCE_FLAVOR_KEYS = ("flavorid", "name", "memory_mb", "vcpus", "root_gb", "ephemeral_gb",
+                        "swap", "extra_specs")
+
+
+def generate_reservation_id() -> str:
+    """``r-`` and eight random characters: one per create request (``nova/utils.py``)."""
+    import random
+    import string
+
+    alphabet = string.ascii_lowercase + string.digits
+    return "r-" + "".join(random.choice(alphabet) for _ in range(8))
+
+
+def sanitize_hostname(name: str, default_name: str = "server") -> str:
+    """The guest's hostname from its display name (``nova.utils.sanitize_hostname``):
+    latin-1, at most 63 characters, spaces, underscores and dots as dashes, only
+    ``[a-z0-9-]``, no leading or trailing dots and dashes (what the metadata
+    service serves as ``hostname`` too)."""
+    import re
+
+    hostname = (name or "").encode("latin-1", "ignore").decode("latin-1")[:63]
+    hostname = re.sub(r"[ _.]", "-", hostname)
+    hostname = re.sub(r"[^\w.-]+", "", hostname, flags=re.ASCII)
+    hostname = hostname.lower().strip(".-")
+    return hostname or default_name

@@ -1,10 +1,15 @@
 """How volumes, attachments and messages look on the wire (``cinder/api/v3/views/``).
 
-Volume details carry the fields of upstream's v3 view plus the extension
-attributes a default deployment shows (``os-vol-tenant-attr:tenant_id``, and
-``os-vol-host-attr:host`` for admins); ``volume_image_metadata`` appears once
+Volume details carry the fields of upstream's v3 view for the negotiated
+microversion (``group_id`` from 3.13, ``provider_id`` for admins from 3.21;
+docs/nova.md lists them) plus the extension attributes each policy lets the
+caller see, as upstream's controller extensions add them: the project
+(``os-vol-tenant-attr:tenant_id``, readers of the volume's project), the host
+(``os-vol-host-attr:host``) and the migration state (``os-vol-mig-status-attr``,
+null: novalab never migrates a volume) for admins; ``volume_image_metadata`` once
 the volume was made from an image. ``bootable`` is the string ``"true"`` or
-``"false"``, as upstream sends it.
+``"false"``, as upstream sends it. ``volume_type`` is ``__DEFAULT__``, the type
+every volume has here, as in upstream since Train (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -46,7 +51,10 @@ def _attachments(volume: dict, context: RequestContext) -> list[dict]:
     return shown
 
 
-def volume_detail(base: str, volume: dict, context: RequestContext) -> dict:
+def volume_detail(base: str, volume: dict, context: RequestContext,
+                  extensions: bool = True) -> dict:
+    """The v3 detail view; ``extensions``: with what the controller extensions add on
+    show and detail (upstream's ``@wsgi.extends``), which a create answer lacks."""
     view = {
         "id": volume["id"], "status": volume["status"], "size": volume["size"],
         "availability_zone": volume["availability_zone"],
@@ -59,20 +67,31 @@ def volume_detail(base: str, volume: dict, context: RequestContext) -> dict:
         "encrypted": False, "replication_status": None, "consistencygroup_id": None,
         "multiattach": bool(volume["multiattach"]),
         "attachments": _attachments(volume, context),
-        "os-vol-tenant-attr:tenant_id": volume["project_id"],
     }
+    target = {"project_id": volume["project_id"]}
     if context.is_admin:
         view["migration_status"] = None
-    if policy.check(context, "volume_extension:volume_host_attribute"):
-        view["os-vol-host-attr:host"] = volume["host"]
-    if volume["volume_glance_metadata"]:
-        view["volume_image_metadata"] = dict(volume["volume_glance_metadata"])
+    if extensions:
+        _extend(view, volume, context, target)
     version = versions.requested()
     if version >= versions.GROUP_VOLUME:
         view["group_id"] = None
     if context.is_admin and version >= versions.VOLUME_DETAIL_PROVIDER_ID:
         view["provider_id"] = None
     return view
+
+
+def _extend(view: dict, volume: dict, context: RequestContext, target: dict) -> None:
+    """The attributes of the volume controller's extensions, each behind its policy."""
+    if policy.check(context, "volume_extension:volume_tenant_attribute", target):
+        view["os-vol-tenant-attr:tenant_id"] = volume["project_id"]
+    if policy.check(context, "volume_extension:volume_host_attribute", target):
+        view["os-vol-host-attr:host"] = volume["host"]
+    if policy.check(context, "volume_extension:volume_mig_status_attribute", target):
+        view["os-vol-mig-status-attr:migstat"] = None
+        view["os-vol-mig-status-attr:name_id"] = None
+    if volume["volume_glance_metadata"]:
+        view["volume_image_metadata"] = dict(volume["volume_glance_metadata"])
 
 
 def attachment_summary(attachment: dict) -> dict:

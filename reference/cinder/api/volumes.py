@@ -61,7 +61,7 @@ class VolumeController:
             image_id=image_ref or None, volume_type=volume.get("volume_type"),
             metadata=volume.get("metadata"),
             availability_zone=volume.get("availability_zone"))
-        return {"volume": views.volume_detail(_base(), created, g.context)}
+        return {"volume": views.volume_detail(_base(), created, g.context, extensions=False)}
 
     def _items(self) -> list[dict]:
         args = request.args

@@ -7,8 +7,12 @@ build has not happened yet; the client polls ``GET /servers/{id}``.
 
 ``_create_image`` is the ``createImage`` action (``POST /servers/{id}/action``,
 see ``actions.py``): a snapshot of the server into a new Glance image, answered
-``202`` with the image's URL in ``Location`` (the 2.1 answer; 2.45 put the id in
-a body instead).
+``202`` with the image's URL in ``Location`` (below 2.45) or its id in the body
+(``{"image_id": ...}``, from 2.45).
+
+Each body is checked against the schema of the request's microversion
+(``schemas/servers.py``), and each view shows what that version shows
+(``views.py``; docs/nova.md has the table).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from novalab.reference.common import exception, validation
 from novalab.reference.common.db import Database
 from novalab.reference.common.wsgi import json_body
 from novalab.reference.nova import policy
-from novalab.reference.nova.api import name_filter, views
+from novalab.reference.nova.api import name_filter, versions, views
 from novalab.reference.nova.api.actions import (
     action,
     raise_http_conflict_for_instance_invalid_state,
@@ -32,6 +36,7 @@ from novalab.reference.nova.api.schemas.parameter_types import is_true
 from novalab.reference.nova.compute import instance_actions
 from novalab.reference.nova.compute.api import API as ComputeAPI
 from novalab.reference.nova.db import api as db_api
+from novalab.reference.nova.scheduler.host_manager import service_is_up
 from novalab.tracing import attributes as attr
 from novalab.tracing.spans import set_instance_attributes, upstream
 
@@ -53,9 +58,10 @@ class ServersController:
     @upstream(_SERVERS, "ServersController.create")
     def create(self):
         context = g.context
-        server = json_body()["server"]  # checked against schema.base_create
+        server = json_body()["server"]  # checked against schema.CREATE
         policy.authorize(context, "os_compute_api:servers:create",
                          {"project_id": context.project_id})
+        self._refuse_device_tags(server)
         flavor = self._get_flavor(server["flavorRef"])
         image_ref = self._boot_image(server)
         mappings = self._block_device_mapping(server, image_ref)
@@ -66,28 +72,52 @@ class ServersController:
         if min_count > max_count:
             raise exception.ValidationError(
                 detail="min_count must be <= max_count")
-        networks = server.get("networks")
+        networks = self._requested_networks(server.get("networks"))
         instances = self.compute_api.create(
             context, flavor, "" if boots_from_volume else image_ref,
             boot_image=image_ref, block_device_mapping=mappings,
             display_name=server["name"],
             min_count=min_count, max_count=max_count, metadata=server.get("metadata"),
             key_name=server.get("key_name"), user_data=server.get("user_data"),
-            availability_zone=server.get("availability_zone"), requested_networks=networks)
+            availability_zone=server.get("availability_zone"), requested_networks=networks,
+            description=server.get("description"), tags=server.get("tags"))
         first = instances[0]
         # What a trace is found by: the server's id and name, and what was asked of it.
         span = trace.get_current_span()
         span.set_attribute(attr.NOVA_INSTANCE_UUID, first["uuid"])
         span.set_attribute(attr.NOVA_INSTANCE_DISPLAY_NAME, first["display_name"])
         span.set_attribute(attr.NOVA_INSTANCE_ACTION, instance_actions.CREATE)
-        view = views.server_summary(api_base(), first)
-        # Upstream also answers adminPass and security_groups here; novalab sets no
-        # guest password and has no security groups, so it claims neither.
-        view["OS-DCF:diskConfig"] = server.get("OS-DCF:diskConfig", "MANUAL")
+        # ViewBuilder.create: the id, links and disk config (no name). Upstream also
+        # answers adminPass and security_groups; novalab sets no guest password and
+        # has no security groups yet, so it claims neither.
+        view = {"id": first["uuid"], "links": views.server_summary(api_base(), first)["links"],
+                "OS-DCF:diskConfig": server.get("OS-DCF:diskConfig", "MANUAL")}
         response = jsonify({"server": view})
         response.status_code = 202
         response.headers["Location"] = view["links"][0]["href"]
         return response
+
+    @staticmethod
+    def _requested_networks(networks) -> list[dict] | None:
+        """``_get_requested_networks``: a list as given; from 2.37 also ``"none"`` (no
+        network at all) or ``"auto"`` (the one network the project can use, as for
+        no list below 2.37), as a request naming Nova's special network ids."""
+        if networks in ("none", "auto"):
+            return [{"network_id": networks}]
+        return networks
+
+    @staticmethod
+    def _refuse_device_tags(server: dict) -> None:
+        """Device tags (2.32, 2.42) are for the guest's device metadata, which novalab's
+        metadata service does not serve: refused, rather than accepted and ignored."""
+        networks = server.get("networks")
+        items = (networks if isinstance(networks, list) else []) + \
+            (server.get("block_device_mapping_v2") or [])
+        if any("tag" in item for item in items):
+            raise exception.ValidationError(
+                detail="Device tags (a 'tag' on a network or block device) are for the "
+                       "guest's device metadata, which novalab does not implement (see "
+                       "README.md, \"Left out, on purpose\").")
 
     @staticmethod
     def _boot_image(server: dict) -> str:
@@ -161,14 +191,38 @@ class ServersController:
 
     def _details(self, instances: list[dict]) -> list[dict]:
         """Detail views, with faults, addresses and volumes read in one query each."""
+        context = g.context
         uuids = [i["uuid"] for i in instances]
         faults = self.compute_api.faults_for(instances)
         caches = db_api.instance_info_cache_get_by_instances(self.db, uuids)
         bdms = db_api.block_device_mapping_get_all_by_instances(self.db, uuids)
-        is_admin = policy.check(g.context, "os_compute_api:os-extended-server-attributes")
+        is_admin = policy.check(context, "os_compute_api:os-extended-server-attributes")
+        show_extra_specs = versions.is_supported("2.47") and policy.check(
+            context, "os_compute_api:servers:show:flavor-extra-specs")
+        statuses = self._host_statuses(instances)
         return [views.server_detail(api_base(), i, faults.get(i["uuid"]), is_admin=is_admin,
-                                    network_info=caches.get(i["uuid"]), bdms=bdms[i["uuid"]])
+                                    network_info=caches.get(i["uuid"]), bdms=bdms[i["uuid"]],
+                                    show_extra_specs=show_extra_specs,
+                                    host_status=statuses.get(i["uuid"]))
                 for i in instances]
+
+    def _host_statuses(self, instances: list[dict]) -> dict[str, str]:
+        """``host_status`` (2.16) of each server the policies let the caller see it of:
+        any status for admins (``show:host_status``), or only UNKNOWN
+        (``show:host_status:unknown-only``)."""
+        if not versions.is_supported("2.16") or not instances:
+            return {}
+        if policy.check(g.context, "os_compute_api:servers:show:host_status"):
+            unknown_only = False
+        elif policy.check(g.context, "os_compute_api:servers:show:host_status:unknown-only"):
+            unknown_only = True
+        else:
+            return {}
+        services = {s["host"]: s for s in db_api.service_get_all(self.db, "nova-compute")}
+        statuses = {i["uuid"]: views.host_status(i, services, service_is_up)
+                    for i in instances}
+        return {uuid: status for uuid, status in statuses.items()
+                if not unknown_only or status == "UNKNOWN"}
 
     def _list(self, detail: bool):
         context = g.context
@@ -210,6 +264,34 @@ class ServersController:
     def detail(self):
         return self._list(detail=True)
 
+    @upstream(_SERVERS, "ServersController.update")
+    def update(self, server_id: str):
+        """``PUT /servers/{id}``: a new name, and from 2.19 a new description. Below 2.75
+        the answer is the show view without the extended attributes, as upstream."""
+        context = g.context
+        body = json_body()["server"]  # checked against schema.UPDATE
+        instance = self.compute_api.get(context, server_id)
+        policy.authorize(context, "os_compute_api:servers:update",
+                         {"project_id": instance["project_id"]})
+        updates = {}
+        if "name" in body:
+            updates["display_name"] = body["name"]
+        if "description" in body:
+            updates["display_description"] = body["description"]
+        if "OS-DCF:diskConfig" in body and body["OS-DCF:diskConfig"] != "MANUAL":
+            raise exception.ValidationError(
+                detail="OS-DCF:diskConfig AUTO (resizing the guest's partition) is not "
+                       "implemented by novalab (see README.md, \"Left out, on purpose\").")
+        if updates:
+            instance = self.compute_api.update_instance(context, instance, updates)
+        caches = db_api.instance_info_cache_get_by_instances(self.db, [instance["uuid"]])
+        show_extra_specs = versions.is_supported("2.47") and policy.check(
+            context, "os_compute_api:servers:show:flavor-extra-specs",
+            {"project_id": instance["project_id"]})
+        return jsonify({"server": views.server_update(
+            api_base(), instance, network_info=caches.get(instance["uuid"]),
+            show_extra_specs=show_extra_specs)})
+
     @upstream(_SERVERS, "ServersController.delete")
     def delete(self, server_id: str):
         context = g.context
@@ -245,6 +327,10 @@ class ServersController:
                                               extra_properties=metadata)
         except exception.InstanceInvalidState as exc:
             raise_http_conflict_for_instance_invalid_state(exc, "createImage", server_id)
+        if versions.is_supported("2.45"):
+            response = jsonify({"image_id": image["id"]})
+            response.status_code = 202
+            return response
         response = Response(status=202)
         response.headers["Location"] = self.compute_api.image_api.generate_image_url(
             image["id"])
@@ -256,8 +342,10 @@ _QUERY = validation.validator_for(schema.query_params_v21)
 
 def register(app, controller: ServersController) -> None:
     app.add_url_rule("/v2.1/servers", "servers_create",
-                     validation.schema(schema.base_create)(controller.create),
+                     versions.schemas(schema.CREATE)(controller.create),
                      methods=["POST"])
+    app.add_url_rule("/v2.1/servers/<server_id>", "servers_update",
+                     versions.schemas(schema.UPDATE)(controller.update), methods=["PUT"])
     app.add_url_rule("/v2.1/servers", "servers_index", controller.index, methods=["GET"])
     app.add_url_rule("/v2.1/servers/detail", "servers_detail", controller.detail,
                      methods=["GET"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
+from novalab.reference.nova.api import versions
 from novalab.reference.nova.compute import task_states, vm_states
 
 _STATE_MAP = {
@@ -63,15 +64,54 @@ def addresses(network_info: list | None) -> dict:
     return result
 
 
+# The statuses whose server view shows ``progress`` (``ViewBuilder._progress_statuses``).
+_PROGRESS_STATUSES = ("ACTIVE", "BUILD", "REBUILD", "RESIZE", "VERIFY_RESIZE", "MIGRATING")
+
+
+def host_status(instance: dict, services: dict[str, dict], is_up) -> str:
+    """``compute_api.get_instance_host_status`` (2.16): the state of the server's host as
+    its nova-compute service row tells it; "" for a server no host has."""
+    service = services.get(instance.get("host") or "")
+    if service is None:
+        return ""
+    if service.get("forced_down"):
+        return "DOWN"
+    if service.get("disabled"):
+        return "MAINTENANCE"
+    return "UP" if is_up(service) else "UNKNOWN"
+
+
+def _flavor(base: str, instance: dict, show_extra_specs: bool) -> dict:
+    """The server's flavor: a link to it (2.1), or from 2.47 what it was at boot."""
+    if not versions.is_supported("2.47"):
+        return {"id": instance["flavor_id"], "links": _link(base, "flavors",
+                                                             instance["flavor_id"])}
+    flavor = instance.get("flavor") or {}
+    view = {"vcpus": instance["vcpus"], "ram": instance["memory_mb"],
+            "disk": instance["root_gb"], "ephemeral": instance["ephemeral_gb"],
+            "swap": flavor.get("swap") or 0,
+            "original_name": flavor.get("name") or instance["flavor_name"]}
+    if show_extra_specs:
+        view["extra_specs"] = dict(flavor.get("extra_specs") or {})
+    return view
+
+
 def server_detail(base: str, instance: dict, fault: dict | None, *, is_admin: bool,
-                  network_info: list | None = None, bdms: list | None = None) -> dict:
+                  network_info: list | None = None, bdms: list | None = None,
+                  show_extra_specs: bool = False, host_status: str | None = None) -> dict:
+    """``ViewBuilder.show`` for the negotiated microversion: every field the version has
+    and no other. ``is_admin`` is the extended-attributes policy's answer,
+    ``host_status`` is None where the host-status policy hides it."""
     host = instance.get("host")
     host_id = hashlib.sha224(f"{instance['project_id']}{host}".encode()).hexdigest() \
         if host else ""
+    status = status_from_state(instance["vm_state"], instance["task_state"])
+    if instance["task_state"] == task_states.DELETING:
+        status = status_from_state(instance["vm_state"])
     server = {
         "id": instance["uuid"],
         "name": instance["display_name"],
-        "status": status_from_state(instance["vm_state"], instance["task_state"]),
+        "status": status,
         "tenant_id": instance["project_id"],
         "user_id": instance["user_id"],
         "metadata": instance.get("metadata") or {},
@@ -79,8 +119,7 @@ def server_detail(base: str, instance: dict, fault: dict | None, *, is_admin: bo
         "image": {"id": instance["image_ref"], "links": _link(base, "images",
                                                                instance["image_ref"])}
         if instance.get("image_ref") else "",
-        "flavor": {"id": instance["flavor_id"], "links": _link(base, "flavors",
-                                                                instance["flavor_id"])},
+        "flavor": _flavor(base, instance, show_extra_specs),
         "created": isotime(instance["created_at"]),
         "updated": isotime(instance.get("updated_at") or instance["created_at"]),
         "addresses": addresses(network_info),
@@ -88,8 +127,7 @@ def server_detail(base: str, instance: dict, fault: dict | None, *, is_admin: bo
         "accessIPv6": "",
         "links": _link(base, "servers", instance["uuid"]),
         "OS-DCF:diskConfig": "MANUAL",
-        "progress": 0,
-        "OS-EXT-AZ:availability_zone": instance.get("availability_zone") or "nova",
+        "OS-EXT-AZ:availability_zone": instance.get("availability_zone") or "",
         "config_drive": "",
         "key_name": instance.get("key_name"),
         "OS-SRV-USG:launched_at": _usage_time(instance.get("launched_at")),
@@ -97,21 +135,63 @@ def server_detail(base: str, instance: dict, fault: dict | None, *, is_admin: bo
         "OS-EXT-STS:task_state": instance["task_state"],
         "OS-EXT-STS:vm_state": instance["vm_state"],
         "OS-EXT-STS:power_state": instance["power_state"],
-        "os-extended-volumes:volumes_attached": [
-            {"id": bdm["volume_id"]} for bdm in bdms or [] if bdm.get("volume_id")],
     }
-    if is_admin:
-        server.update({"OS-EXT-SRV-ATTR:host": host,
-                       "OS-EXT-SRV-ATTR:hypervisor_hostname": instance.get("node"),
-                       "OS-EXT-SRV-ATTR:instance_name": instance["name"]})
-    if fault and instance["vm_state"] in (vm_states.ERROR, vm_states.DELETED):
+    if status in _PROGRESS_STATUSES:
+        server["progress"] = 0
+    if fault and status in ("ERROR", "DELETED"):
         server["fault"] = {"code": fault["code"], "created": isotime(fault["created_at"]),
                            "message": fault["message"]}
         if is_admin or fault["code"] != 500:
             server["fault"]["details"] = fault.get("details") or ""
-    if instance["task_state"] == task_states.DELETING:
-        server["status"] = status_from_state(instance["vm_state"])
+    volumes = [b for b in bdms or [] if b.get("volume_id")]
+    if versions.is_supported("2.3"):
+        server["os-extended-volumes:volumes_attached"] = [
+            {"id": b["volume_id"], "delete_on_termination": bool(b["delete_on_termination"])}
+            for b in volumes]
+    else:
+        server["os-extended-volumes:volumes_attached"] = [{"id": b["volume_id"]}
+                                                          for b in volumes]
+    if is_admin:
+        server.update({"OS-EXT-SRV-ATTR:host": host,
+                       "OS-EXT-SRV-ATTR:hypervisor_hostname": instance.get("node"),
+                       "OS-EXT-SRV-ATTR:instance_name": instance["name"]})
+        if versions.is_supported("2.3"):
+            server.update({
+                "OS-EXT-SRV-ATTR:hostname": instance.get("hostname") or "",
+                "OS-EXT-SRV-ATTR:kernel_id": instance.get("kernel_id"),
+                "OS-EXT-SRV-ATTR:launch_index": instance.get("launch_index") or 0,
+                "OS-EXT-SRV-ATTR:ramdisk_id": instance.get("ramdisk_id"),
+                "OS-EXT-SRV-ATTR:reservation_id": instance.get("reservation_id"),
+                "OS-EXT-SRV-ATTR:root_device_name": instance.get("root_device_name"),
+                "OS-EXT-SRV-ATTR:user_data": instance.get("user_data")})
+    if versions.is_supported("2.9"):
+        server["locked"] = bool(instance.get("locked_by"))
+    if versions.is_supported("2.16") and host_status is not None:
+        server["host_status"] = host_status
+    if versions.is_supported("2.19"):
+        server["description"] = instance.get("display_description")
+    if versions.is_supported("2.26"):
+        server["tags"] = list(instance.get("tags") or [])
     return server
+
+
+def server_update(base: str, instance: dict, *, network_info: list | None,
+                  show_extra_specs: bool) -> dict:
+    """The answer to ``PUT /servers/{id}`` below 2.75: the show view without the
+    extended attributes, availability zone, config drive, key name, usage, states
+    and volumes, its addresses without the OS-EXT-IPS keys (``ServersController.update``
+    passes ``show_*=False`` and ``extend_address=False``)."""
+    view = server_detail(base, instance, None, is_admin=False, network_info=network_info,
+                         show_extra_specs=show_extra_specs)
+    view["addresses"] = {label: [{"version": ip["version"], "addr": ip["addr"]}
+                                 for ip in ips]
+                         for label, ips in view["addresses"].items()}
+    for key in ("OS-EXT-AZ:availability_zone", "config_drive", "key_name",
+                "OS-SRV-USG:launched_at", "OS-SRV-USG:terminated_at",
+                "OS-EXT-STS:task_state", "OS-EXT-STS:vm_state", "OS-EXT-STS:power_state",
+                "os-extended-volumes:volumes_attached"):
+        view.pop(key, None)
+    return view
 
 
 def _usage_time(value) -> str | None:
@@ -122,10 +202,12 @@ def _usage_time(value) -> str | None:
     return value.strftime("%Y-%m-%dT%H:%M:%S.%f")
 
 
-def flavor_view(base: str, flavor: dict, detail: bool) -> dict:
+def flavor_view(base: str, flavor: dict, detail: bool, *,
+                show_extra_specs: bool = False) -> dict:
+    """``views/flavors.py`` for the negotiated microversion: ``description`` from 2.55,
+    ``extra_specs`` (where policy lets the caller read them) from 2.61."""
     view = {"id": flavor["flavorid"], "name": flavor["name"],
-            "links": _link(base, "flavors", flavor["flavorid"]),
-            "description": flavor.get("description")}
+            "links": _link(base, "flavors", flavor["flavorid"])}
     if detail:
         view.update({"ram": flavor["memory_mb"], "disk": flavor["root_gb"],
                      "vcpus": flavor["vcpus"], "swap": flavor["swap"] or "",
@@ -133,4 +215,8 @@ def flavor_view(base: str, flavor: dict, detail: bool) -> dict:
                      "OS-FLV-DISABLED:disabled": flavor["disabled"],
                      "os-flavor-access:is_public": flavor["is_public"],
                      "rxtx_factor": flavor["rxtx_factor"]})
+    if versions.is_supported("2.55"):
+        view["description"] = flavor.get("description")
+    if show_extra_specs and versions.is_supported("2.61"):
+        view["extra_specs"] = dict(flavor.get("extra_specs") or {})
     return view

@@ -112,7 +112,8 @@ class API(CellsV2Mixin):
                metadata: dict | None = None, key_name: str | None = None,
                user_data: str | None = None, availability_zone: str | None = None,
                requested_networks=None, block_device_mapping: list[dict] | None = None,
-               boot_image: str | None = None) -> list[dict]:
+               boot_image: str | None = None, description: str | None = None,
+               tags: list[str] | None = None) -> list[dict]:
         """``image_href`` is "" for a boot from volume; ``boot_image`` then names the
         image a new root volume is made from, if any (its properties still count)."""
         image = self._get_image(context, image_href or boot_image) \
@@ -129,7 +130,8 @@ class API(CellsV2Mixin):
             context, flavor, dict(image, id=image_href), count, display_name=display_name,
             metadata=metadata, key_name=key_name, key_data=key_data, keypairs=keypairs,
             user_data=user_data, availability_zone=availability_zone,
-            block_device_mapping=mappings)
+            block_device_mapping=mappings,
+            description=description, tags=tags)
         if self.cells is not None:
             self._cast_schedule_and_build(context, instances, image, requested_networks)
             return instances
@@ -297,12 +299,16 @@ class API(CellsV2Mixin):
     def _provision_instances(self, context, flavor: dict, image: dict, num: int, *,
                              display_name: str, metadata, key_name, user_data,
                              availability_zone, block_device_mapping=(), key_data=None,
-                             keypairs=None) -> list[dict]:
+                             keypairs=None, description=None,
+                             tags=None) -> list[dict]:
+        # One reservation id for the whole request; each instance its launch index.
+        reservation_id = nova_utils.generate_reservation_id()
         if self.cells is not None:
             return self._provision_in_api_database(
                 context, flavor, image, num, display_name=display_name, metadata=metadata,
                 key_name=key_name, key_data=key_data, keypairs=keypairs, user_data=user_data,
-                availability_zone=availability_zone, block_device_mapping=block_device_mapping)
+                availability_zone=availability_zone, block_device_mapping=block_device_mapping,
+                description=description, tags=tags, reservation_id=reservation_id)
         instances = []
         try:
             for index in range(num):
@@ -310,7 +316,9 @@ class API(CellsV2Mixin):
                 instance = db_api.instance_create(self.db, self._instance_values(
                     context, flavor, image, name, metadata=metadata, key_name=key_name,
                     key_data=key_data, keypairs=keypairs, user_data=user_data,
-                    availability_zone=availability_zone))
+                    availability_zone=availability_zone,
+                    description=description, tags=tags, reservation_id=reservation_id,
+                    launch_index=index))
                 instances.append(instance)
                 span = trace.get_current_span()
                 set_instance_attributes(span, instance)
@@ -337,7 +345,7 @@ class API(CellsV2Mixin):
         an existing volume is reserved for the server (an attachment) as in classic."""
         values = [self._instance_values(
             context, flavor, image, display_name if num == 1 else f"{display_name}-{i + 1}",
-            **fields) for i in range(num)]
+            launch_index=i, **fields) for i in range(num)]
         request_spec = {"instance_uuids": [v["uuid"] for v in values], "num_instances": num,
                         "flavor": flavor, "image": image, "project_id": context.project_id,
                         "user_id": context.user_id, "is_bfv": not image["id"],
@@ -368,10 +376,19 @@ class API(CellsV2Mixin):
 
     @staticmethod
     def _instance_values(context, flavor: dict, image: dict, name: str, *, metadata,
-                         key_name, user_data, availability_zone, key_data=None,
-                         keypairs=None) -> dict:
+                         key_name, user_data, availability_zone, key_data=None, keypairs=None,
+                         description=None, tags=None, reservation_id=None, launch_index=0) -> dict:
         """The new instance's fields: building, waiting for the scheduler."""
+        properties = image.get("properties") or {}
         return {
+            "display_description": description, "locked": False,
+            "hostname": nova_utils.sanitize_hostname(name),
+            "reservation_id": reservation_id, "launch_index": launch_index,
+            "kernel_id": properties.get("kernel_id", ""),
+            "ramdisk_id": properties.get("ramdisk_id", ""),
+            # The flavor as it is now (instance_extra.flavor), for 2.47's server view.
+            "flavor": {key: flavor.get(key) for key in nova_utils.INSTANCE_FLAVOR_KEYS},
+            "tags": sorted(set(tags or [])),
             "uuid": str(uuid.uuid4()), "display_name": name,
             "project_id": context.project_id, "user_id": context.user_id,
             "image_ref": image["id"], "flavor_id": flavor["flavorid"],
@@ -400,15 +417,30 @@ class API(CellsV2Mixin):
     # Read -----------------------------------------------------------------------------
 
     @upstream(_API, "API.get")
-    def get(self, context: RequestContext, instance_uuid: str) -> dict:
-        """One instance; another project's is NotFound unless the caller is admin."""
+    def get(self, context: RequestContext, instance_uuid: str,
+            read_deleted: bool = False) -> dict:
+        """One instance; another project's is NotFound unless the caller is admin.
+        ``read_deleted``: a deleted one too (``context.read_deleted = 'yes'``)."""
+        read = "yes" if read_deleted else "no"
         if self.cells is not None:
-            _cell, instance = self._lookup_instance(context, instance_uuid)
+            _cell, instance = self._lookup_instance(context, instance_uuid, read_deleted=read)
         else:
-            instance = db_api.instance_get_by_uuid(self.db, instance_uuid)
+            instance = db_api.instance_get_by_uuid(self.db, instance_uuid, read_deleted=read)
         if not context.is_admin and instance["project_id"] != context.project_id:
             raise exception.InstanceNotFound(instance_id=instance_uuid)
         return instance
+
+    @upstream(_API, "API.update_instance")
+    def update_instance(self, context: RequestContext, instance: dict, updates: dict) -> dict:
+        """Save the user's changes (name, description) where the instance lives: its
+        cell, or its build request while it has none."""
+        if self.cells is None:
+            return db_api.instance_update(self.db, instance["uuid"], updates)
+        cell, _found = self._lookup_instance(context, instance["uuid"])
+        if cell is None:
+            raise exception.Conflict(f"Instance {instance['uuid']} is being scheduled; "
+                                     "try again once it has a host.")
+        return db_api.instance_update(self.cells.target_cell(cell), instance["uuid"], updates)
 
     @upstream(_API, "API.get_all")
     def get_all(self, context: RequestContext, *, all_tenants: bool = False,

@@ -83,7 +83,8 @@ class CellsV2Mixin:
         return True
 
     @upstream(_API, "API._lookup_instance")
-    def _lookup_instance(self, context, instance_uuid: str) -> tuple[dict | None, dict]:
+    def _lookup_instance(self, context, instance_uuid: str,
+                         read_deleted: str = "no") -> tuple[dict | None, dict]:
         """(cell, instance): from the cell its mapping names, or from its build request
         while it has no cell (cell None). ``InstanceNotFound`` if neither has it."""
         for _attempt in (1, 2):
@@ -99,7 +100,7 @@ class CellsV2Mixin:
                 except api_db.BuildRequestNotFound:
                     continue  # the conductor mapped it meanwhile: read the mapping again
             return cell, db_api.instance_get_by_uuid(self.cells.target_cell(cell),
-                                                     instance_uuid)
+                                                     instance_uuid, read_deleted)
         raise exception.InstanceNotFound(instance_id=instance_uuid)
 
     def _get_all_in_cells(self, project_id: str | None, *, limit, marker,

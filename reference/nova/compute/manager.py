@@ -327,9 +327,12 @@ class ComputeManager(ShelveMixin):
                     reason=f"Failed to allocate the network(s), not rescheduling: {exc}") \
                     from exc
             try:
+                # _default_block_device_names: the guest's root disk is the libvirt
+                # driver's default root device (the 2.3 view shows it).
                 instance = self._instance_update(
                     context, instance, expected=task_states.NETWORKING,
-                    task_state=task_states.BLOCK_DEVICE_MAPPING)
+                    task_state=task_states.BLOCK_DEVICE_MAPPING,
+                    root_device_name=instance.get("root_device_name") or "/dev/vda")
                 block_device_info = self._prep_block_device(context, instance)
             except (exception.InstanceNotFound, exception.UnexpectedTaskStateError):
                 self._cleanup_allocated_networks(context, instance)

@@ -18,12 +18,14 @@ from novalab.reference.nova.db.models import (
     BlockDeviceMapping,
     ComputeNode,
     Flavor,
+    FlavorExtraSpecs,
     Instance,
     InstanceAction,
     InstanceActionEvent,
     InstanceFault,
     InstanceInfoCache,
     Service,
+    Tag,
     utcnow,
 )
 
@@ -46,6 +48,9 @@ def to_dict(row) -> dict:
         values["metadata"] = values.pop("metadata_items") or {}
         values["system_metadata"] = values["system_metadata"] or {}
         values["name"] = row.name
+        values["tags"] = [t.tag for t in row.tags]
+    elif isinstance(row, Flavor):
+        values["extra_specs"] = {spec.key: spec.value for spec in row.extra_specs}
     return values
 
 
@@ -55,10 +60,13 @@ def instance_create(db: Database, values: dict) -> dict:
     values = dict(values)
     if "metadata" in values:
         values["metadata_items"] = values.pop("metadata")
+    tags = values.pop("tags", None) or []
     with db.session() as session:
         row = Instance(**values)
         session.add(row)
+        session.add_all([Tag(resource_id=row.uuid, tag=tag) for tag in tags])
         session.flush()
+        session.refresh(row)
         return to_dict(row)
 
 
@@ -196,10 +204,16 @@ def instance_fault_get_by_instance_uuids(db: Database, uuids: Iterable[str]) -> 
 # Flavors --------------------------------------------------------------------------------
 
 def flavor_create(db: Database, values: dict) -> dict:
+    values = dict(values)
+    extra_specs = values.pop("extra_specs", None) or {}
     with db.session() as session:
         row = Flavor(**values)
         session.add(row)
         session.flush()
+        session.add_all([FlavorExtraSpecs(flavor_id=row.id, key=key, value=value)
+                         for key, value in extra_specs.items()])
+        session.flush()
+        session.refresh(row)
         return to_dict(row)
 
 

@@ -19,7 +19,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from novalab.reference.common.db import Base, utcnow
 from novalab.reference.common.quota import QuotaLimitColumns
@@ -70,6 +70,24 @@ class Instance(TimestampMixin, SoftDeleteMixin, Base):
     availability_zone: Mapped[str | None] = mapped_column(String(255))
     launched_at: Mapped[datetime | None] = mapped_column(DateTime)
     terminated_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # What later microversions show (reference/nova/api/views.py): the description
+    # (2.19), the lock (2.9; ``locked_by`` is "owner" or "admin"), and the extended
+    # attributes of 2.3, set at create and by the compute host (root_device_name).
+    display_description: Mapped[str | None] = mapped_column(Text)
+    locked: Mapped[bool | None] = mapped_column(Boolean, default=False)
+    locked_by: Mapped[str | None] = mapped_column(String(255))
+    hostname: Mapped[str | None] = mapped_column(String(255))
+    reservation_id: Mapped[str | None] = mapped_column(String(255))
+    launch_index: Mapped[int | None] = mapped_column(Integer)
+    kernel_id: Mapped[str | None] = mapped_column(String(255))
+    ramdisk_id: Mapped[str | None] = mapped_column(String(255))
+    root_device_name: Mapped[str | None] = mapped_column(String(255))
+    # The flavor as it was at boot, extra specs included (upstream's
+    # ``instance_extra.flavor``): 2.47 shows it, whatever happened to the flavor since.
+    flavor: Mapped[dict | None] = mapped_column(JSON)
+    tags: Mapped[list[Tag]] = relationship(
+        primaryjoin="Instance.uuid == foreign(Tag.resource_id)", viewonly=True,
+        lazy="selectin", order_by="Tag.tag")
 
     @property
     def name(self) -> str:
@@ -92,6 +110,30 @@ class Flavor(TimestampMixin, Base):
     is_public: Mapped[bool] = mapped_column(Boolean, default=True)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     description: Mapped[str | None] = mapped_column(Text)
+    extra_specs: Mapped[list[FlavorExtraSpecs]] = relationship(
+        viewonly=True, lazy="selectin", order_by="FlavorExtraSpecs.key")
+
+
+class FlavorExtraSpecs(TimestampMixin, Base):
+    """A flavor's extra specs, one key each (``flavor_extra_specs``); 2.61 shows them."""
+
+    __tablename__ = "flavor_extra_specs"
+    __table_args__ = (UniqueConstraint("flavor_id", "key",
+                                       name="uniq_flavor_extra_specs0flavor_id0key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    flavor_id: Mapped[int] = mapped_column(Integer, ForeignKey("flavors.id"), index=True)
+    key: Mapped[str] = mapped_column(String(255))
+    value: Mapped[str | None] = mapped_column(String(255))
+
+
+class Tag(Base):
+    """A server's tag (``tags``: resource_id is the instance's uuid); 2.26 shows them."""
+
+    __tablename__ = "tags"
+
+    resource_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    tag: Mapped[str] = mapped_column(String(80), primary_key=True)
 
 
 class ComputeNode(TimestampMixin, SoftDeleteMixin, Base):

@@ -155,7 +155,16 @@ class API:
     def _validate_requested_network_ids(self, context, instance, neutron,
                                         requested_networks) -> list[dict]:
         requested = []
+        auto_allocate = False
         for request in requested_networks or []:
+            # NetworkRequest's special ids (2.37): "none" asks for no network at all,
+            # "auto" for the one the project can use (Neutron's auto-allocated
+            # topology where it has none, which novalab's Neutron does not offer).
+            if request.get("network_id") == "none":
+                return []
+            if request.get("network_id") == "auto":
+                auto_allocate = True
+                continue
             if request.get("port") or request.get("port_id"):
                 raise exception.Invalid("novalab does not attach pre-existing ports; "
                                         "request a network instead")
@@ -172,6 +181,11 @@ class API:
             return [dict(by_id[n], _fixed_ip=ip) for n, ip in requested]
         if len(nets) > 1:
             raise NetworkAmbiguous()
+        if auto_allocate and not nets:
+            raise exception.Invalid(
+                f"Unable to automatically allocate a network for project "
+                f"{instance['project_id']}: novalab's Neutron has no auto-allocated "
+                "topology (see README.md, \"Left out, on purpose\").")
         return nets
 
     @upstream(NEUTRON, "API._get_available_networks")

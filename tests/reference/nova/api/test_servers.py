@@ -40,9 +40,18 @@ def create(session, cloud, **server):
 def test_version_documents(shared_cloud, login):
     session = login(shared_cloud)
     root = session.http.get(shared_cloud.urls["nova"] + "/").json()
-    assert root["versions"][0]["id"] == "v2.1"
+    # As Nova's /: the legacy v2.0 and v2.1, whose range is what novalab implements.
+    assert [(v["id"], v["status"]) for v in root["versions"]] == [
+        ("v2.0", "DEPRECATED"), ("v2.1", "CURRENT")]
+    assert (root["versions"][1]["min_version"], root["versions"][1]["version"]) == \
+        ("2.1", "2.61")
     version = session.http.get(session.compute).json()["version"]
     assert version["min_version"] == "2.1" and version["status"] == "CURRENT"
+    assert version["version"] == "2.61"
+    # v2.0's document is there, its resources are not: a fault that says so.
+    legacy = session.request("GET", shared_cloud.urls["nova"] + "/v2/servers")
+    assert legacy.status_code == 404
+    assert "/v2.1 only" in legacy.json()["itemNotFound"]["message"]
 
 
 def test_microversion_above_maximum_is_406(shared_cloud, login):
@@ -50,10 +59,10 @@ def test_microversion_above_maximum_is_406(shared_cloud, login):
     response = session.request("GET", f"{session.compute}/flavors",
                                headers={"OpenStack-API-Version": "compute 2.99"})
     assert response.status_code == 406
-    assert "maximum is 2.1" in response.json()["computeFault"]["message"]
+    assert "maximum is 2.61" in response.json()["computeFault"]["message"]
     ok = session.request("GET", f"{session.compute}/flavors",
                          headers={"OpenStack-API-Version": "compute latest"})
-    assert ok.headers["OpenStack-API-Version"] == "compute 2.1"
+    assert ok.headers["OpenStack-API-Version"] == "compute 2.61"
 
 
 def test_flavors(shared_cloud, login):

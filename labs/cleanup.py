@@ -4,7 +4,7 @@ Every name a lab hands out starts with its prefix, ``labNN-<user>`` (the
 course test checks it), so whatever the learner made with those names is
 theirs to lose and nobody else's: servers (their ports and volumes go with
 them as Nova deletes them), then volumes, images, and the ports, subnets and
-networks left over (a network's subnets go with it).
+networks left over (a network's subnets go with it), and the learner's key pairs.
 """
 
 from __future__ import annotations
@@ -32,6 +32,11 @@ def _wait(what: str, still_there) -> None:
         time.sleep(0.2)
 
 
+def _keypairs(api) -> list[dict]:
+    """The learner's own key pairs (a key pair is its user's, found by name)."""
+    return [k["keypair"] for k in api.get("compute", "/os-keypairs")["keypairs"]]
+
+
 def leftovers(ctx: Context) -> dict[str, list[str]]:
     """Names of what the lab's prefix still names, by kind (empty lists when clean)."""
     start, api = prefix(ctx), ctx.api
@@ -42,6 +47,7 @@ def leftovers(ctx: Context) -> dict[str, list[str]]:
         "networks": _named(api.get("network", "/v2.0/networks")["networks"], start),
         "subnets": _named(api.get("network", "/v2.0/subnets")["subnets"], start),
         "ports": _named(api.get("network", "/v2.0/ports")["ports"], start),
+        "keypairs": _named(_keypairs(api), start),
     }
     return {kind: [item.get("name") for item in items] for kind, items in found.items()}
 
@@ -79,4 +85,8 @@ def remove_all(ctx: Context) -> dict[str, list[str]]:
     for network in networks:
         api.request("DELETE", "network", f"/v2.0/networks/{network['id']}")
     removed["networks"] = [n["name"] for n in networks]
+    keypairs = _named(_keypairs(api), start)
+    for keypair in keypairs:
+        api.request("DELETE", "compute", f"/os-keypairs/{keypair['name']}")
+    removed["keypairs"] = [k["name"] for k in keypairs]
     return {kind: names for kind, names in removed.items() if names}

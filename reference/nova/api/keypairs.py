@@ -26,6 +26,7 @@ from novalab.reference.common import exception as common_exception
 from novalab.reference.common import validation
 from novalab.reference.common.wsgi import json_body
 from novalab.reference.nova import exception, policy
+from novalab.reference.nova.api import versions
 from novalab.reference.nova.api.schemas import keypairs as schema
 from novalab.reference.nova.compute.keypairs import KEYPAIR_TYPE_SSH, KeypairAPI
 from novalab.tracing.spans import upstream
@@ -40,28 +41,12 @@ _CREATE_PARAMS = (*_INDEX_PARAMS, "user_id")
 _SHOW_PARAMS = (*_CREATE_PARAMS, "created_at", "deleted", "deleted_at", "id", "updated_at")
 
 
-def api_version() -> tuple[int, int]:
-    """The microversion this request negotiated (``versions.py`` sets it)."""
-    return getattr(g, "api_version", (2, 1))
-
-
-def is_supported(minimum: tuple[int, int]) -> bool:
-    return api_version() >= minimum
-
-
-def _for_version(table) -> dict:
-    """The schema of ``table`` ((from_version, schema), ...) for this request."""
-    chosen = table[0][1]
-    for since, candidate in table:
-        if api_version() >= since:
-            chosen = candidate
-    return chosen
-
-
 def _validated_query(table) -> dict:
-    """The query string, each key a list of its values, checked for this version."""
+    """The query string, each key a list of its values, checked against the schema of
+    this request's version (``table``: (first version, schema) pairs in order)."""
     query = request.args.to_dict(flat=False)
-    validation.validate(query, _for_version(table))
+    schema_now = [s for first, s in table if versions.parse(first) <= versions.requested()][-1]
+    validation.validate(query, schema_now)
     return query
 
 
@@ -85,11 +70,9 @@ class KeypairController:
 
     @upstream(_KEYPAIRS, "KeypairController.create")
     def create(self):
-        body = json_body()
-        validation.validate(body, _for_version(schema.CREATE))
-        params = body["keypair"]
-        user_id = params.get("user_id") if is_supported((2, 10)) else None
-        return self._create(params, user_id=user_id, key_type=is_supported((2, 2)))
+        params = json_body()["keypair"]  # checked against its version's schema
+        user_id = params.get("user_id") if versions.is_supported("2.10") else None
+        return self._create(params, user_id=user_id, key_type=versions.is_supported("2.2"))
 
     def _create(self, params: dict, user_id: str | None, key_type: bool):
         context = g.context
@@ -113,12 +96,12 @@ class KeypairController:
         if key_type:
             shown.append("type")
         response = jsonify({"keypair": _build_keypair(keypair, [*shown, *_CREATE_PARAMS])})
-        response.status_code = 201 if is_supported((2, 2)) else 200
+        response.status_code = 201 if versions.is_supported("2.2") else 200
         return response
 
     def _get_user_id(self, query: dict) -> str | None:
         """``?user_id=`` (its first value), read from 2.10 on."""
-        if is_supported((2, 10)) and query.get("user_id"):
+        if versions.is_supported("2.10") and query.get("user_id"):
             return query["user_id"][0]
         return None
 
@@ -129,7 +112,7 @@ class KeypairController:
         user_id = self._get_user_id(query) or context.user_id
         policy.authorize(context, POLICY_ROOT % "delete", {"user_id": user_id})
         self.api.delete_key_pair(context, user_id, id)
-        return Response(status=204 if is_supported((2, 2)) else 202)
+        return Response(status=204 if versions.is_supported("2.2") else 202)
 
     @upstream(_KEYPAIRS, "KeypairController.show")
     def show(self, id: str):  # noqa: A002
@@ -138,7 +121,7 @@ class KeypairController:
         user_id = self._get_user_id(query) or context.user_id
         policy.authorize(context, POLICY_ROOT % "show", {"user_id": user_id})
         keypair = self.api.get_key_pair(context, user_id, id)
-        params = (*_SHOW_PARAMS, "type") if is_supported((2, 2)) else _SHOW_PARAMS
+        params = (*_SHOW_PARAMS, "type") if versions.is_supported("2.2") else _SHOW_PARAMS
         return jsonify({"keypair": _build_keypair(keypair, params)})
 
     @upstream(_KEYPAIRS, "KeypairController.index")
@@ -148,7 +131,7 @@ class KeypairController:
         user_id = self._get_user_id(query) or context.user_id
         policy.authorize(context, POLICY_ROOT % "index", {"user_id": user_id})
         limit = marker = None
-        if is_supported((2, 35)):
+        if versions.is_supported("2.35"):
             # common.get_limit_and_marker: the last value of each; max_limit at most.
             limit = min(MAX_LIMIT, int(query["limit"][-1])) if "limit" in query \
                 else MAX_LIMIT
@@ -157,9 +140,9 @@ class KeypairController:
             key_pairs = self.api.get_key_pairs(context, user_id, limit=limit, marker=marker)
         except exception.MarkerNotFound as exc:
             raise common_exception.Invalid(exc.format_message()) from exc
-        params = (*_INDEX_PARAMS, "type") if is_supported((2, 2)) else _INDEX_PARAMS
+        params = (*_INDEX_PARAMS, "type") if versions.is_supported("2.2") else _INDEX_PARAMS
         body = {"keypairs": [{"keypair": _build_keypair(k, params)} for k in key_pairs]}
-        if is_supported((2, 35)) and limit and limit == len(key_pairs):
+        if versions.is_supported("2.35") and limit and limit == len(key_pairs):
             body["keypairs_links"] = [{"rel": "next", "href": self._next_link(
                 key_pairs[-1]["name"])}]
         return jsonify(body)
@@ -176,12 +159,8 @@ def register(app, compute_api, tracer) -> None:
     """The routes, on the compute API's database and quotas."""
     controller = KeypairController(KeypairAPI(compute_api.db, compute_api.quotas, tracer),
                                    tracer)
-
-    def create():
-        return controller.create()
-
-    create.body_schema = schema.create  # the 2.1 body; each version's is checked inside
-    app.add_url_rule("/v2.1/os-keypairs", "keypairs_create", create, methods=["POST"])
+    app.add_url_rule("/v2.1/os-keypairs", "keypairs_create",
+                     versions.schemas(schema.CREATE)(controller.create), methods=["POST"])
     app.add_url_rule("/v2.1/os-keypairs", "keypairs_index", controller.index,
                      methods=["GET"])
     app.add_url_rule("/v2.1/os-keypairs/<id>", "keypairs_show", controller.show,

@@ -68,11 +68,9 @@ show_query_v275 = delete_query_v275 = dict(copy.deepcopy(index_query_v210),
                                            additionalProperties=False)
 
 # Which schema from which version on (each holds until the next one's version).
-CREATE = (((2, 1), create), ((2, 2), create_v22), ((2, 10), create_v210),
-          ((2, 92), create_v292))
-INDEX_QUERY = (((2, 1), index_query_v20), ((2, 10), index_query_v210),
-               ((2, 35), index_query_v235), ((2, 75), index_query_v275))
-SHOW_QUERY = (((2, 1), show_query_v20), ((2, 10), show_query_v210),
-              ((2, 75), show_query_v275))
-DELETE_QUERY = (((2, 1), delete_query_v20), ((2, 10), delete_query_v210),
-                ((2, 75), delete_query_v275))
+CREATE = (("2.1", create), ("2.2", create_v22), ("2.10", create_v210), ("2.92", create_v292))
+INDEX_QUERY = (("2.1", index_query_v20), ("2.10", index_query_v210),
+               ("2.35", index_query_v235), ("2.75", index_query_v275))
+SHOW_QUERY = (("2.1", show_query_v20), ("2.10", show_query_v210), ("2.75", show_query_v275))
+DELETE_QUERY = (("2.1", delete_query_v20), ("2.10", delete_query_v210),
+                ("2.75", delete_query_v275))

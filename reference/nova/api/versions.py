@@ -145,6 +145,7 @@ def install(app: Flask) -> None:
         return jsonify({"version": v20_doc(request.host_url.rstrip("/"))})
 
     @app.route("/v2/<path:rest>", methods=["GET", "POST", "PUT", "DELETE", "PATCH"])
+    @validation.raw_body("every request to the legacy v2.0 API is refused unread")
     def legacy_v20(rest):
         return nova_fault(404, "novalab serves the compute API at /v2.1 only, not the legacy "
                                "v2.0 API at /v2 (see README.md, \"Left out, on purpose\").")

@@ -115,6 +115,8 @@ OTEL_SCOPE_NAME = "otel.scope.name"
 
 # Nova's instance state machine, recorded where it changes.
 NOVA_INSTANCE_UUID = "nova.instance.uuid"
+# The instances one request builds (the super conductor's schedule_and_build_instances).
+NOVA_INSTANCE_UUIDS = "nova.instance.uuids"
 NOVA_VM_STATE = "nova.instance.vm_state"
 NOVA_TASK_STATE = "nova.instance.task_state"
 NOVA_POWER_STATE = "nova.instance.power_state"

@@ -34,6 +34,7 @@ from novalab.reference.nova.compute import utils as compute_utils
 from novalab.reference.nova.compute.utils import EventReporter
 from novalab.reference.nova.db import api as db_api
 from novalab.reference.nova.db import api_database as api_db
+from novalab.tracing import attributes as attr
 from novalab.tracing.spans import set_instance_attributes, upstream
 
 LOG = logging.getLogger(__name__)
@@ -228,7 +229,7 @@ class ComputeTaskManager:
             return
         uuids = [br["instance_uuid"] for br in build_requests]
         request_spec = dict(specs[uuids[0]], instance_uuids=uuids, num_instances=len(uuids))
-        trace.get_current_span().set_attribute("nova.instance.uuids", uuids)
+        trace.get_current_span().set_attribute(attr.NOVA_INSTANCE_UUIDS, uuids)
         try:
             host_lists = self._schedule_instances(context, request_spec, {})
         except Exception as exc:

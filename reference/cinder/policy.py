@@ -27,6 +27,9 @@ RULES = {
     "volume:attachment_update": PROJECT_MEMBER,
     "volume:attachment_delete": PROJECT_MEMBER,
     "volume:attachment_complete": PROJECT_MEMBER,
+    # cinder/policies/volume_actions.py: Nova's detach marks the volume first.
+    "volume_extension:volume_actions:begin_detaching": PROJECT_MEMBER,
+    "volume_extension:volume_actions:roll_detaching": PROJECT_MEMBER,
     "volume_extension:volume_host_attribute": ADMIN,
     # The project of a volume to its readers, its migration state to admins
     # (cinder/policies/volumes.py: TENANT_ATTRIBUTE_POLICY, MIG_ATTRIBUTE_POLICY).

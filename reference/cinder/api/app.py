@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from flask import Flask, g, request
 
-from novalab.reference.cinder.api import attachments, messages, quota_sets, versions, volumes
+from novalab.reference.cinder.api import (
+    attachments,
+    messages,
+    quota_sets,
+    versions,
+    volume_actions,
+    volumes,
+)
 from novalab.reference.common import exception
 from novalab.reference.common.db import Database
 from novalab.reference.common.wsgi import install_common_handlers
@@ -40,5 +47,6 @@ def create_app(db: Database, volume_api, auth: AuthProtocol, tracer,
     volumes.register(app, volumes.VolumeController(volume_api, tracer))
     attachments.register(app, attachments.AttachmentsController(db, volume_api, tracer))
     messages.register(app, messages.MessagesController(db, tracer))
+    volume_actions.register(app, volume_actions.VolumeActionsController(db, volume_api, tracer))
     quota_sets.register(app, quota_sets.QuotaSetsController(volume_api.quotas, tracer))
     return app

@@ -21,6 +21,7 @@ from novalab.reference.nova.api import (
     servers,
     shelve,
     versions,
+    volume_attachments,
 )
 from novalab.reference.nova.compute.api import API as ComputeAPI
 from novalab.reference.nova.compute.api import InstanceActionAPI
@@ -49,4 +50,5 @@ def create_app(db: Database, compute_api: ComputeAPI, auth: AuthProtocol, tracer
         app, server_external_events.ServerExternalEventsController(db, compute_api, tracer))
     quota_sets.register(app, compute_api.quotas, tracer)
     keypairs.register(app, compute_api, tracer)
+    volume_attachments.register(app, compute_api, tracer)
     return app

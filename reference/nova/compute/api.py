@@ -685,6 +685,77 @@ class API(CellsV2Mixin):
             LOG.exception("Could not delete image %s", image_id)
 
 
+    # Volume attachments (os-volume_attachments) ----------------------------------------
+
+    def volume_bdms(self, context, instance: dict) -> list[dict]:
+        """The server's volume mappings, in the order they were made."""
+        return [b for b in db_api.block_device_mapping_get_all_by_instance(
+            self.db, instance["uuid"]) if b["destination_type"] == "volume"]
+
+    @staticmethod
+    def _next_device_name(bdms: list[dict]) -> str:
+        """The first free ``/dev/vdX`` after the root disk (upstream asks the host:
+        ``reserve_block_device_name``, which the libvirt driver answers the same way,
+        ignoring a device name the user asked for)."""
+        used = {(b.get("device_name") or "").rsplit("/", 1)[-1] for b in bdms}
+        for letter in "bcdefghijklmnopqrstuvwxyz":
+            if f"vd{letter}" not in used:
+                return f"/dev/vd{letter}"
+        raise exception.Invalid("No free disk device names for prefix 'vd'")
+
+    @upstream(_API, "API.attach_volume")
+    @check_instance_state(vm_state=[vm_states.ACTIVE, vm_states.PAUSED, vm_states.STOPPED])
+    def attach_volume(self, context: RequestContext, instance: dict, volume_id: str,
+                      device: str | None = None) -> str:
+        """Reserve the volume and a device name, then cast to the host; answers the device."""
+        if device and not device.startswith("/dev/"):
+            raise exception.Invalid(f"The supplied device path ({device}) is invalid.")
+        return self._attach_volume(context, instance, volume_id)
+
+    @upstream(_API, "API._attach_volume")
+    def _attach_volume(self, context, instance: dict, volume_id: str) -> str:
+        volume = self.volume_api.get(context, volume_id)  # VolumeNotFound: a 404
+        bdms = db_api.block_device_mapping_get_all_by_instance(self.db, instance["uuid"])
+        if any(b.get("volume_id") == volume_id for b in bdms):
+            raise exception.Invalid(f"Invalid volume: volume {volume_id} already attached")
+        trace.get_current_span().set_attribute(attr.CINDER_VOLUME_ID, volume["id"])
+        # _create_volume_bdm: the mapping first, so the device name is taken.
+        bdm = db_api.block_device_mapping_create(self.db, {
+            "instance_uuid": instance["uuid"], "source_type": "volume",
+            "destination_type": "volume", "boot_index": None, "volume_id": volume_id,
+            "device_name": self._next_device_name(bdms), "delete_on_termination": False})
+        attachment_id = None
+        try:
+            # _check_attach_and_reserve_volume: Cinder refuses a volume not available.
+            attachment_id = self.volume_api.attachment_create(context, volume_id,
+                                                              instance["uuid"])["id"]
+            bdm = db_api.block_device_mapping_update(self.db, bdm["id"],
+                                                     {"attachment_id": attachment_id})
+            self._record_action_start(context, instance, instance_actions.ATTACH_VOLUME)
+            self.compute_rpcapi.attach_volume(context, instance, bdm)
+        except Exception:
+            if attachment_id:
+                self.volume_api.attachment_delete(context, attachment_id)
+            db_api.block_device_mapping_update(self.db, bdm["id"], {"deleted": bdm["id"]})
+            raise
+        return bdm["device_name"]
+
+    @upstream(_API, "API.detach_volume")
+    @check_instance_state(vm_state=[vm_states.ACTIVE, vm_states.PAUSED, vm_states.STOPPED])
+    def detach_volume(self, context: RequestContext, instance: dict, bdm: dict) -> None:
+        """``_detach_volume``: Cinder marks the volume detaching, then the host detaches."""
+        volume_id = bdm["volume_id"]
+        trace.get_current_span().set_attribute(attr.CINDER_VOLUME_ID, volume_id)
+        self.volume_api.begin_detaching(context, volume_id)  # _check_and_begin_detach
+        self._record_action_start(context, instance, instance_actions.DETACH_VOLUME)
+        try:
+            self.compute_rpcapi.detach_volume(context, instance, volume_id,
+                                              bdm.get("attachment_id"))
+        except Exception:
+            self.volume_api.roll_detaching(context, volume_id)
+            raise
+
+
 class InstanceActionAPI:
     """Reads an instance's actions and their events (``nova.compute.api.InstanceActionAPI``)."""
 

@@ -48,6 +48,7 @@ from novalab.reference.nova.compute.utils import (  # noqa: F401 (compute_node_u
     compute_node_uuid,
     wrap_instance_event,
 )
+from novalab.reference.nova.compute.volume_attach import VolumeAttachMixin
 from novalab.reference.nova.conductor.rpcapi import ConductorAPI
 from novalab.tracing import attributes as attr
 from novalab.tracing.spans import code_attributes, set_instance_attributes, upstream
@@ -75,7 +76,7 @@ def blank_volume_name(instance: dict) -> str:
     return f"{instance['uuid']}-blank-vol"
 
 
-class ComputeManager(ShelveMixin):
+class ComputeManager(ShelveMixin, VolumeAttachMixin):
     def __init__(self, host: str, driver, conductor_api: ConductorAPI, tracer, *,
                  nodename: str | None = None, max_concurrent_builds: int = 10,
                  report_interval: float = REPORT_INTERVAL, network_api=None,

@@ -73,3 +73,17 @@ class ComputeAPI:
     def start_instance(self, ctxt, instance: dict) -> None:
         self.client.prepare(server=instance["host"]).cast(ctxt, "start_instance",
                                                           instance=instance)
+
+    # Volume attach and detach: to the host the instance runs on.
+
+    @upstream(_RPCAPI, "ComputeAPI.attach_volume")
+    def attach_volume(self, ctxt, instance: dict, bdm: dict) -> None:
+        self.client.prepare(server=instance["host"]).cast(
+            ctxt, "attach_volume", instance=instance, bdm=bdm)
+
+    @upstream(_RPCAPI, "ComputeAPI.detach_volume")
+    def detach_volume(self, ctxt, instance: dict, volume_id: str,
+                      attachment_id: str | None = None) -> None:
+        self.client.prepare(server=instance["host"]).cast(
+            ctxt, "detach_volume", instance=instance, volume_id=volume_id,
+            attachment_id=attachment_id)

@@ -216,6 +216,20 @@ class API:
         self._request(context, "DELETE", f"/volumes/{volume_id}",
                       not_found=VolumeNotFound(volume_id=volume_id))
 
+    @upstream(PATH, "API.begin_detaching")
+    def begin_detaching(self, context: RequestContext, volume_id: str) -> None:
+        """Mark the volume ``detaching`` (``os-begin_detaching``): nothing else may take it."""
+        self._request(context, "POST", f"/volumes/{volume_id}/action",
+                      json={"os-begin_detaching": {}},
+                      not_found=VolumeNotFound(volume_id=volume_id))
+
+    @upstream(PATH, "API.roll_detaching")
+    def roll_detaching(self, context: RequestContext, volume_id: str) -> None:
+        """A detach that failed: ``in-use`` again (``os-roll_detaching``)."""
+        self._request(context, "POST", f"/volumes/{volume_id}/action",
+                      json={"os-roll_detaching": {}},
+                      not_found=VolumeNotFound(volume_id=volume_id))
+
     # Attachments ----------------------------------------------------------------------------
 
     @upstream(PATH, "API.attachment_create")

@@ -115,3 +115,28 @@ class Guest:
                                        | libvirt.VIR_DOMAIN_UNDEFINE_NVRAM)
         except (libvirt.libvirtError, AttributeError):
             self._domain.undefine()
+
+    # Hot-plug: a volume attached to (or detached from) a defined guest ----------------------
+
+    @staticmethod
+    def _device_flags(persistent: bool, live: bool) -> int:
+        flags = libvirt.VIR_DOMAIN_AFFECT_CONFIG if persistent else 0
+        return flags | (libvirt.VIR_DOMAIN_AFFECT_LIVE if live else 0)
+
+    def attach_device(self, conf, persistent: bool = False, live: bool = False) -> None:
+        """Add a device (``virDomainAttachDeviceFlags``): ``persistent`` to the saved
+        definition, ``live`` to the running guest."""
+        with _span(self.tracer, "Guest.attach_device"):
+            self._domain.attachDeviceFlags(conf.to_xml(),
+                                           flags=self._device_flags(persistent, live))
+
+    def detach_device(self, conf, persistent: bool = False, live: bool = False) -> None:
+        """Remove a device (``virDomainDetachDeviceFlags``); upstream retries a live
+        detach the guest has not acknowledged yet (``detach_device_with_retry``)."""
+        with _span(self.tracer, "Guest.detach_device"):
+            self._domain.detachDeviceFlags(conf.to_xml(),
+                                           flags=self._device_flags(persistent, live))
+
+    def get_persistent_xml(self) -> str:
+        """The saved definition (``VIR_DOMAIN_XML_INACTIVE``): what the next start runs."""
+        return self._domain.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)

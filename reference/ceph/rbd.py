@@ -14,9 +14,19 @@ layout is RBD's "format 2":
 
 Names follow the python ``rbd`` binding (``RBD().create``, ``Image.read``). Real
 librbd keeps the header and directory consistent with object-class methods run
-inside the OSD (``cls_rbd``) and adds snapshots, clones, exclusive locks, the
-object map and the journal; none of those are here. Omap values are plain strings
-here, not Ceph's binary encoding.
+inside the OSD (``cls_rbd``) and adds clones, exclusive locks, the object map and
+the journal; none of those are here. Omap values are plain strings here, not
+Ceph's binary encoding.
+
+Snapshots (``Image.create_snap``, ``list_snaps``, ``remove_snap``; what Cinder's
+RBD driver makes of a volume snapshot) are kept as librbd keeps them in the
+header's omap: ``snap_seq`` and one ``snapshot_<id>`` key per snapshot (its name
+and size). Their data differs: Ceph's OSDs clone an object lazily, on the first
+write after the snapshot (self-managed snapshots); here the snapshot copies the
+image's written objects at once, to ``rbd_data.<id>.<number>@<snap id>``. A thin
+image whose blocks were never written costs nothing either way. An image with
+snapshots cannot be removed (``ImageHasSnapshots``), and
+``Image(ioctx, name, snapshot=...)`` opens a snapshot read-only.
 """
 
 from __future__ import annotations
@@ -37,6 +47,14 @@ class ImageNotFound(errors.ObjectNotFound):
 
 class ImageExists(errors.ObjectExists):
     pass
+
+
+class ImageHasSnapshots(errors.Error):
+    code = "ENOTEMPTY"
+
+
+class ReadOnlyImage(errors.Error):
+    code = "EROFS"
 
 
 class InvalidArgument(errors.InvalidArgumentError):
@@ -106,6 +124,8 @@ class RBD:
             header, _ = ioctx.get_omap_vals(_header_oid(image_id))
         except errors.ObjectNotFound:
             header = {}
+        if any(key.startswith(_SNAP_PREFIX) for key in header):
+            raise ImageHasSnapshots(f"image '{name}' has snapshots: remove them first")
         if header:
             image = Image.__new__(Image)
             image._load(ioctx, name, image_id, header)
@@ -117,6 +137,9 @@ class RBD:
             ioctx.remove_omap_keys(RBD_DIRECTORY, [f"name_{name}", f"id_{image_id}"])
         except errors.ObjectNotFound:
             pass
+
+
+_SNAP_PREFIX = "snapshot_"
 
 
 def _lookup_id(ioctx: IoCtx, name: str) -> str:
@@ -143,7 +166,7 @@ def _remove_quietly(ioctx: IoCtx, oid: str) -> None:
 class Image:
     """An open image: byte-addressed reads and writes mapped onto its data objects."""
 
-    def __init__(self, ioctx: IoCtx, name: str):
+    def __init__(self, ioctx: IoCtx, name: str, snapshot: str | None = None):
         _check_name(name)
         try:
             image_id = ioctx.read(_id_oid(name)).decode()
@@ -151,6 +174,9 @@ class Image:
         except errors.ObjectNotFound as exc:
             raise ImageNotFound(f"image '{name}' does not exist") from exc
         self._load(ioctx, name, image_id, header)
+        if snapshot is not None:
+            snap = self._find_snap(snapshot)
+            self._snap_id, self._size = snap["id"], snap["size"]
 
     def _load(self, ioctx: IoCtx, name: str, image_id: str, header: dict) -> None:
         self.ioctx = ioctx
@@ -160,9 +186,62 @@ class Image:
         self.order = int(header["order"])
         self.object_size = 1 << self.order
         self.block_name_prefix = header["object_prefix"]
+        self._snap_id = None  # the snapshot this handle reads, if any (read-only)
 
-    def _data_oid(self, number: int) -> str:
-        return f"{self.block_name_prefix}.{number:016x}"
+    def _data_oid(self, number: int, snap_id: int | None = None) -> str:
+        snap_id = self._snap_id if snap_id is None else snap_id
+        oid = f"{self.block_name_prefix}.{number:016x}"
+        return oid if snap_id is None else f"{oid}@{snap_id}"
+
+    # Snapshots --------------------------------------------------------------------------
+
+    def list_snaps(self) -> list[dict]:
+        """The image's snapshots, oldest first: ``{"id", "name", "size"}`` each."""
+        values, _ = self.ioctx.get_omap_vals(_header_oid(self.id), prefix=_SNAP_PREFIX)
+        snaps = []
+        for key, value in sorted(values.items()):
+            name, _, size = value.rpartition(",")
+            snaps.append({"id": int(key.removeprefix(_SNAP_PREFIX), 16), "name": name,
+                          "size": int(size)})
+        return snaps
+
+    def _find_snap(self, name: str) -> dict:
+        for snap in self.list_snaps():
+            if snap["name"] == name:
+                return snap
+        raise ImageNotFound(f"snapshot '{name}' of image '{self.name}' does not exist")
+
+    def create_snap(self, name: str) -> None:
+        """Snapshot the image as it is now; ``ImageExists`` if the name is taken."""
+        self._check_writable()
+        _check_name(name)
+        if any(s["name"] == name for s in self.list_snaps()):
+            raise ImageExists(f"snapshot '{name}' of image '{self.name}' already exists")
+        header, _ = self.ioctx.get_omap_vals(_header_oid(self.id), prefix="snap_seq")
+        snap_id = int(header.get("snap_seq", "0")) + 1
+        self.ioctx.set_omap(_header_oid(self.id), {"snap_seq": str(snap_id)})
+        for number in range(self.stat()["num_objs"]):
+            try:
+                data = self.ioctx.read(self._data_oid(number))
+            except errors.ObjectNotFound:
+                continue  # never written: reads as zeros in the snapshot too
+            self.ioctx.write_full(self._data_oid(number, snap_id), data)
+        # Recorded last: a snapshot that is listed has all its data.
+        self.ioctx.set_omap(_header_oid(self.id),
+                            {f"{_SNAP_PREFIX}{snap_id:016x}": f"{name},{self._size}"})
+
+    def remove_snap(self, name: str) -> None:
+        """Delete a snapshot and its data; ``ImageNotFound`` if there is none."""
+        self._check_writable()
+        snap = self._find_snap(name)
+        self.ioctx.remove_omap_keys(_header_oid(self.id),
+                                    [f"{_SNAP_PREFIX}{snap['id']:016x}"])
+        for number in range(-(-snap["size"] // self.object_size)):
+            _remove_quietly(self.ioctx, self._data_oid(number, snap["id"]))
+
+    def _check_writable(self) -> None:
+        if self._snap_id is not None:
+            raise ReadOnlyImage(f"image '{self.name}' is open at a snapshot: read-only")
 
     def _extents(self, offset: int, length: int):
         """(object number, offset in object, length) for each object the range touches."""
@@ -197,6 +276,7 @@ class Image:
 
     def write(self, data: bytes, offset: int) -> int:
         """Write ``data`` at ``offset``; the range must lie inside the image."""
+        self._check_writable()
         if offset < 0 or offset + len(data) > self._size:
             raise InvalidArgument(f"write of {len(data)} bytes at {offset} is outside the "
                                   f"image of {self._size} bytes")
@@ -209,6 +289,7 @@ class Image:
 
     def resize(self, size: int) -> None:
         """Grow (the new bytes read as zeros) or shrink (the cut data is discarded)."""
+        self._check_writable()
         if not isinstance(size, int) or size < 0:
             raise InvalidArgument("size must be a non-negative integer")
         if size < self._size:

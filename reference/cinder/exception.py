@@ -24,6 +24,14 @@ class VolumeTypeNotFoundByName(exception.NotFound):
     msg_fmt = "Volume type with name %(volume_type_name)s could not be found."
 
 
+class SnapshotNotFound(exception.NotFound):
+    msg_fmt = "Snapshot %(snapshot_id)s could not be found."
+
+
+class InvalidSnapshot(exception.Invalid):
+    msg_fmt = "Invalid snapshot: %(reason)s"
+
+
 class MessageNotFound(exception.NotFound):
     msg_fmt = "Message %(message_id)s could not be found."
 

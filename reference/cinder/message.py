@@ -20,6 +20,7 @@ LOG = logging.getLogger(__name__)
 MESSAGE_TTL = timedelta(days=30)   # upstream's message_ttl default is 2592000 s
 
 VOLUME = "VOLUME"
+VOLUME_SNAPSHOT = "VOLUME_SNAPSHOT"
 
 
 class Action:
@@ -27,8 +28,10 @@ class Action:
     UPDATE_ATTACHMENT = ("004", "update attachment")
     COPY_IMAGE_TO_VOLUME = ("005", "copy image to volume")
     CREATE_VOLUME_FROM_BACKEND = ("008", "create volume from backend storage")
+    SNAPSHOT_CREATE = ("009", "create snapshot")
+    SNAPSHOT_DELETE = ("010", "delete snapshot")
     ALL = (SCHEDULE_ALLOCATE_VOLUME, UPDATE_ATTACHMENT, COPY_IMAGE_TO_VOLUME,
-           CREATE_VOLUME_FROM_BACKEND)
+           CREATE_VOLUME_FROM_BACKEND, SNAPSHOT_CREATE, SNAPSHOT_DELETE)
 
 
 class Detail:
@@ -36,7 +39,10 @@ class Detail:
     DRIVER_FAILED_CREATE = ("012", "Driver failed to create the volume.")
     NOT_ENOUGH_SPACE_FOR_IMAGE = ("007", "Image used for creating volume exceeds "
                                          "available space.")
-    ALL = (UNKNOWN_ERROR, DRIVER_FAILED_CREATE, NOT_ENOUGH_SPACE_FOR_IMAGE)
+    SNAPSHOT_CREATE_ERROR = ("025", "Snapshot failed to create.")
+    SNAPSHOT_DELETE_ERROR = ("027", "Snapshot failed to delete.")
+    ALL = (UNKNOWN_ERROR, DRIVER_FAILED_CREATE, NOT_ENOUGH_SPACE_FOR_IMAGE,
+           SNAPSHOT_CREATE_ERROR, SNAPSHOT_DELETE_ERROR)
 
 
 def user_message(action_id: str, detail_id: str) -> str:
@@ -47,14 +53,15 @@ def user_message(action_id: str, detail_id: str) -> str:
 
 
 def create(db: Database, context, action: tuple[str, str], resource_uuid: str | None,
-           detail: tuple[str, str] = Detail.UNKNOWN_ERROR, level: str = "ERROR") -> None:
+           detail: tuple[str, str] = Detail.UNKNOWN_ERROR, level: str = "ERROR",
+           resource_type: str = VOLUME) -> None:
     """Record a message for the context's project; never fails the caller."""
     try:
         db_api.message_create(db, {
             "project_id": context.project_id, "request_id": context.request_id,
-            "resource_type": VOLUME, "resource_uuid": resource_uuid,
+            "resource_type": resource_type, "resource_uuid": resource_uuid,
             "action_id": action[0], "detail_id": detail[0],
-            "event_id": f"VOLUME_{VOLUME}_{action[0]}_{detail[0]}",
+            "event_id": f"VOLUME_{resource_type}_{action[0]}_{detail[0]}",
             "message_level": level, "expires_at": utcnow() + MESSAGE_TTL})
     except Exception:
         LOG.exception("Failed to create message record for request_id %s", context.request_id)

@@ -23,6 +23,12 @@ RULES = {
     "volume:get": PROJECT_READER,
     "volume:get_all": PROJECT_READER,
     "volume:delete": PROJECT_MEMBER,
+    # cinder/policies/snapshots.py; the extended attributes (progress, project) to readers.
+    "volume:create_snapshot": PROJECT_MEMBER,
+    "volume:get_snapshot": PROJECT_READER,
+    "volume:get_all_snapshots": PROJECT_READER,
+    "volume:delete_snapshot": PROJECT_MEMBER,
+    "volume_extension:extended_snapshot_attributes": PROJECT_READER,
     "volume:attachment_create": PROJECT_MEMBER,
     "volume:attachment_update": PROJECT_MEMBER,
     "volume:attachment_delete": PROJECT_MEMBER,

@@ -6,8 +6,10 @@ from its live volumes when a request arrives. ``volume/api.py`` checks a create
 before the volume row is written and rechecks after (the race of two creates
 checked at once), and answers over quota with Cinder's 413s.
 
-Snapshots, backups and groups do not exist here: their limits are kept and
-shown (so ``openstack quota show`` reads as upstream) and their usage is 0.
+Snapshots count too (``snapshots``, and their volumes' sizes in ``gigabytes``, as
+upstream without ``no_snapshot_gb_quota``). Backups and groups do not exist
+here: their limits are kept and shown (so ``openstack quota show`` reads as
+upstream) and their usage is 0.
 ``per_volume_gigabytes`` bounds one volume's size (-1: no bound).
 """
 
@@ -29,7 +31,7 @@ DEFAULTS = {
     "groups": 10,
     "per_volume_gigabytes": -1,
 }
-COUNTED = ("volumes", "gigabytes")
+COUNTED = ("volumes", "gigabytes", "snapshots")
 
 
 class VolumeSizeExceedsAvailableQuota(exception.NovaLabException):
@@ -40,6 +42,11 @@ class VolumeSizeExceedsAvailableQuota(exception.NovaLabException):
 
 class VolumeLimitExceeded(exception.NovaLabException):
     msg_fmt = "Maximum number of volumes allowed (%(allowed)d) exceeded for quota '%(name)s'."
+    code = 413
+
+
+class SnapshotLimitExceeded(exception.NovaLabException):
+    msg_fmt = "Maximum number of snapshots allowed (%(allowed)d) exceeded"
     code = 413
 
 
@@ -54,14 +61,20 @@ def over_quota(*, overs: str, req: int, used: int, allowed: int, resource: str,
     if resource == "gigabytes":
         return VolumeSizeExceedsAvailableQuota(name=resource, requested=req, quota=allowed,
                                                consumed=used)
+    if resource == "snapshots":
+        return SnapshotLimitExceeded(allowed=allowed)
     return VolumeLimitExceeded(allowed=allowed, name=resource)
 
 
 def engine(db: Database) -> QuotaEngine:
     """The quota engine of one cinder-api."""
 
-    counters = {("volumes", "gigabytes"):
-                lambda project_id: db_api.volume_data_get_for_project(db, project_id)}
+    def count(project_id: str) -> tuple[int, int, int]:
+        volumes, volume_gb = db_api.volume_data_get_for_project(db, project_id)
+        snapshots, snapshot_gb = db_api.snapshot_data_get_for_project(db, project_id)
+        return volumes, volume_gb + snapshot_gb, snapshots
+
+    counters = {("volumes", "gigabytes", "snapshots"): count}
     return QuotaEngine(db, Quota, DEFAULTS, counters, error=over_quota)
 
 

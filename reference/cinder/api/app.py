@@ -1,5 +1,5 @@
-"""cinder-api's WSGI application: versions, volumes, attachments, messages, quota sets and
-limits behind auth.
+"""cinder-api's WSGI application: versions, volumes and their actions, snapshots,
+attachments, messages, quota sets and limits behind auth.
 
 Every request but the version list at ``/`` passes keystonemiddleware first
 (the Wiring's :class:`AuthProtocol`): the first request with a given token
@@ -16,6 +16,7 @@ from novalab.reference.cinder.api import (
     attachments,
     messages,
     quota_sets,
+    snapshots,
     versions,
     volume_actions,
     volumes,
@@ -45,6 +46,7 @@ def create_app(db: Database, volume_api, auth: AuthProtocol, tracer,
 
     versions.install(app)
     volumes.register(app, volumes.VolumeController(volume_api, tracer))
+    snapshots.register(app, snapshots.SnapshotsController(volume_api, tracer))
     attachments.register(app, attachments.AttachmentsController(db, volume_api, tracer))
     messages.register(app, messages.MessagesController(db, tracer))
     volume_actions.register(app, volume_actions.VolumeActionsController(db, volume_api, tracer))

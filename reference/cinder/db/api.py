@@ -12,11 +12,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
-from sqlalchemy import func, select, update
+from sqlalchemy import exists, func, select, update
 
 from novalab.reference.cinder import exception
 from novalab.reference.cinder.db.models import (
     Message,
+    Snapshot,
     Volume,
     VolumeAttachment,
     VolumeGlanceMetadata,
@@ -124,13 +125,16 @@ class Not:
 
 
 def volume_conditional_update(db: Database, volume_id: str, values: dict,
-                              expected: dict) -> bool:
+                              expected: dict, *, no_snapshots: bool = False) -> bool:
     """Set ``values`` only if each column of ``expected`` holds (one of) its value(s).
 
     Cinder's ``conditional_update``: the check and the write are one statement,
     so of two concurrent reservations exactly one wins.
     """
     query = update(Volume).where(Volume.id == volume_id, Volume.deleted.is_(False))
+    if no_snapshots:  # upstream's ~Volume.has_snapshot_filter(), in the same statement
+        query = query.where(~exists().where(Snapshot.volume_id == Volume.id,
+                                            Snapshot.deleted.is_(False)))
     for key, value in expected.items():
         column = getattr(Volume, key)
         if isinstance(value, Not):
@@ -321,3 +325,95 @@ def volume_data_get_for_project(db: Database, project_id: str) -> tuple[int, int
     with db.session() as session:
         count, gigabytes = session.execute(query).one()
         return int(count), int(gigabytes)
+
+
+def snapshot_data_get_for_project(db: Database, project_id: str) -> tuple[int, int]:
+    """(snapshots, gigabytes) the project's live snapshots use."""
+    query = select(func.count(Snapshot.id),
+                   func.coalesce(func.sum(Snapshot.volume_size), 0)).where(
+        Snapshot.project_id == project_id, Snapshot.deleted.is_(False))
+    with db.session() as session:
+        count, gigabytes = session.execute(query).one()
+        return int(count), int(gigabytes)
+
+
+# Snapshots ----------------------------------------------------------------------------
+
+def _snapshot_dict(row: Snapshot) -> dict:
+    values = _columns(row)
+    values["metadata"] = values.pop("metadata_items") or {}
+    values["name"] = row.name
+    return values
+
+
+def snapshot_create(db: Database, values: dict) -> dict:
+    values = dict(values)
+    values.setdefault("id", str(uuid.uuid4()))
+    values["metadata_items"] = values.pop("metadata", None) or {}
+    with db.session() as session:
+        row = Snapshot(**values)
+        session.add(row)
+        session.flush()
+        return _snapshot_dict(row)
+
+
+def snapshot_get(db: Database, snapshot_id: str,
+                 context: RequestContext | None = None) -> dict:
+    """The live snapshot; ``SnapshotNotFound`` if it is missing or another project's."""
+    query = select(Snapshot).where(Snapshot.id == snapshot_id, Snapshot.deleted.is_(False))
+    with db.session() as session:
+        row = session.scalars(_project_only(query, Snapshot, context)).first()
+        if row is None:
+            raise exception.SnapshotNotFound(snapshot_id=snapshot_id)
+        return _snapshot_dict(row)
+
+
+def snapshot_get_all(db: Database, context: RequestContext, *, all_projects: bool = False,
+                     filters: dict | None = None, limit: int | None = None,
+                     marker: str | None = None) -> list[dict]:
+    """Live snapshots, newest first (created_at, id descending, as upstream sorts)."""
+    query = select(Snapshot).where(Snapshot.deleted.is_(False))
+    if not (all_projects and context.is_admin):
+        query = query.where(Snapshot.project_id == context.project_id)
+    for key, value in (filters or {}).items():
+        column = "display_name" if key == "name" else key
+        query = query.where(getattr(Snapshot, column) == value)
+    query = query.order_by(Snapshot.created_at.desc(), Snapshot.id.desc())
+    with db.session() as session:
+        rows = list(session.scalars(query))
+        if marker is not None:
+            ids = [row.id for row in rows]
+            if marker not in ids:
+                raise exception.InvalidInput(reason=f"marker [{marker}] not found")
+            rows = rows[ids.index(marker) + 1:]
+        if limit is not None:
+            rows = rows[:limit]
+        return [_snapshot_dict(row) for row in rows]
+
+
+def snapshot_update(db: Database, snapshot_id: str, values: dict) -> dict:
+    with db.session() as session:
+        row = session.get(Snapshot, snapshot_id)
+        if row is None or row.deleted:
+            raise exception.SnapshotNotFound(snapshot_id=snapshot_id)
+        for key, value in values.items():
+            setattr(row, key, value)
+        session.flush()
+        return _snapshot_dict(row)
+
+
+def snapshot_conditional_update(db: Database, snapshot_id: str, values: dict,
+                                expected_status) -> bool:
+    """Set ``values`` only if the snapshot's status is (one of) ``expected_status``."""
+    statuses = [expected_status] if isinstance(expected_status, str) else list(expected_status)
+    query = update(Snapshot).where(Snapshot.id == snapshot_id, Snapshot.deleted.is_(False),
+                                   Snapshot.status.in_(statuses))
+    with db.session() as session:
+        return session.execute(query.values(**values, updated_at=utcnow())).rowcount == 1
+
+
+def snapshot_destroy(db: Database, snapshot_id: str) -> None:
+    now = utcnow()
+    with db.session() as session:
+        session.execute(update(Snapshot).where(Snapshot.id == snapshot_id).values(
+            status="deleted", deleted=True, deleted_at=now, updated_at=now))

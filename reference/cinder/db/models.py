@@ -1,4 +1,5 @@
-"""Cinder's tables (``cinder/db/models.py``), trimmed to volumes and their attachments.
+"""Cinder's tables (``cinder/db/models.py``), trimmed to volumes, their attachments and
+snapshots.
 
 Names are upstream's with a ``cinder_`` prefix (every service shares one schema
 here). Rows are soft-deleted as in Cinder: ``deleted`` turns true, the row stays.
@@ -82,6 +83,31 @@ class VolumeAttachment(CinderBase, Base):
     attach_status: Mapped[str] = mapped_column(String(255))
     connection_info: Mapped[dict | None] = mapped_column(JSON)
     connector: Mapped[dict | None] = mapped_column(JSON)
+
+
+class Snapshot(CinderBase, Base):
+    """A volume's snapshot (upstream's ``snapshots``): on the RBD backend, an RBD snapshot
+    ``snapshot-<id>`` of the volume's image. ``status``: creating -> available ->
+    deleting (or error / error_deleting); ``progress`` a percentage string."""
+
+    __tablename__ = "cinder_snapshots"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    volume_id: Mapped[str] = mapped_column(String(36), ForeignKey("cinder_volumes.id"),
+                                           index=True)
+    user_id: Mapped[str] = mapped_column(String(255))
+    project_id: Mapped[str] = mapped_column(String(255), index=True)
+    status: Mapped[str] = mapped_column(String(255))
+    progress: Mapped[str | None] = mapped_column(String(255))
+    volume_size: Mapped[int] = mapped_column(Integer)          # GiB, the volume's at create
+    display_name: Mapped[str | None] = mapped_column(String(255))
+    display_description: Mapped[str | None] = mapped_column(String(255))
+    metadata_items: Mapped[dict] = mapped_column("metadata", JSON, default=dict)
+
+    @property
+    def name(self) -> str:
+        """The backend's name for the snapshot: Cinder's ``snapshot_name_template``."""
+        return f"snapshot-{self.id}"
 
 
 class VolumeGlanceMetadata(CinderBase, Base):

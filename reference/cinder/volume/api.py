@@ -170,12 +170,76 @@ class API:
             volume = db_api.volume_get(self.db, volume["id"])
         if not db_api.volume_conditional_update(
                 self.db, volume["id"], {"status": "deleting"},
-                {"status": DELETABLE, "attach_status": db_api.Not(db_api.ATTACHED)}):
+                {"status": DELETABLE, "attach_status": db_api.Not(db_api.ATTACHED)},
+                no_snapshots=True):
             raise exception.InvalidVolume(
                 reason=f"Volume status must be {' or '.join(DELETABLE)} and must not be "
                        "migrating, attached, belong to a group, have snapshots, awaiting a "
                        "transfer, or be disassociated from snapshots after volume transfer.")
         self.volume_rpcapi.delete_volume(context, volume)
+
+    # Snapshots --------------------------------------------------------------------------
+
+    @upstream(PATH, "API.create_snapshot")
+    def create_snapshot(self, context: RequestContext, volume: dict, name: str | None,
+                        description: str | None, force: bool = False,
+                        metadata: dict | None = None) -> dict:
+        """``_create_snapshot``: an available volume (or in-use with ``force``), quota for
+        one snapshot and the volume's gigabytes, the row ``creating``, a cast to the
+        volume's backend."""
+        policy.authorize(context, "volume:create_snapshot", volume)
+        name = _check_text("name", name)
+        description = _check_text("description", description)
+        metadata = _check_metadata(metadata)
+        allowed = ("available", "in-use") if force else ("available",)
+        if volume["status"] not in allowed:
+            reason = (f"Volume {volume['id']} status must be available or in-use, but "
+                      f"current status is: {volume['status']}." if force else
+                      f"Volume {volume['id']} status must be available, but current status "
+                      f"is: {volume['status']}.")
+            raise exception.InvalidVolume(reason=reason)
+        deltas = {"snapshots": 1, "gigabytes": volume["size"]}
+        self.quotas.check_deltas(context.project_id, deltas)
+        snapshot = db_api.snapshot_create(self.db, {
+            "volume_id": volume["id"], "user_id": context.user_id,
+            "project_id": context.project_id, "status": "creating", "progress": "0%",
+            "volume_size": volume["size"], "display_name": name,
+            "display_description": description, "metadata": metadata})
+        try:
+            self.quotas.recheck(context.project_id, deltas)
+        except Exception:
+            db_api.snapshot_destroy(self.db, snapshot["id"])
+            raise
+        span = trace.get_current_span()
+        span.set_attribute(attr.CINDER_VOLUME_ID, volume["id"])
+        self.volume_rpcapi.create_snapshot(context, volume, snapshot)
+        return snapshot
+
+    @upstream(PATH, "API.get_snapshot")
+    def get_snapshot(self, context: RequestContext, snapshot_id: str) -> dict:
+        snapshot = db_api.snapshot_get(self.db, snapshot_id, context)
+        policy.authorize(context, "volume:get_snapshot", snapshot)
+        return snapshot
+
+    @upstream(PATH, "API.get_all_snapshots")
+    def get_all_snapshots(self, context: RequestContext, *, all_tenants: bool = False,
+                          filters: dict | None = None, limit: int | None = None,
+                          marker: str | None = None) -> list[dict]:
+        policy.authorize(context, "volume:get_all_snapshots")
+        return db_api.snapshot_get_all(self.db, context, all_projects=all_tenants,
+                                       filters=filters, limit=limit, marker=marker)
+
+    @upstream(PATH, "API.delete_snapshot")
+    def delete_snapshot(self, context: RequestContext, snapshot: dict) -> None:
+        policy.authorize(context, "volume:delete_snapshot", snapshot)
+        if not db_api.snapshot_conditional_update(self.db, snapshot["id"],
+                                                  {"status": "deleting"},
+                                                  ("available", "error")):
+            raise exception.InvalidSnapshot(
+                reason="Snapshot status must be available or error and must not be part of "
+                       "a group.")
+        volume = db_api.volume_get(self.db, snapshot["volume_id"])
+        self.volume_rpcapi.delete_snapshot(context, volume, snapshot)
 
     # Attachments ------------------------------------------------------------------------
 

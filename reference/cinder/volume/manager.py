@@ -186,6 +186,52 @@ class VolumeManager:
             raise
         db_api.volume_destroy(self.db, volume_id)
 
+    # Snapshots --------------------------------------------------------------------------
+
+    def _snapshot_for_driver(self, snapshot_id: str) -> dict:
+        snapshot = retry.call(db_api.snapshot_get, self.db, snapshot_id,
+                              terminal=(exception.SnapshotNotFound,))
+        volume = db_api.volume_get(self.db, snapshot["volume_id"])
+        return dict(snapshot, volume_name=volume["name"])
+
+    @upstream(PATH, "VolumeManager.create_snapshot")
+    def create_snapshot(self, context: RequestContext, snapshot_id: str) -> None:
+        """The RBD snapshot, then ``available`` (``error`` and a user message if the
+        backend fails, as upstream's)."""
+        try:
+            snapshot = self._snapshot_for_driver(snapshot_id)
+        except (exception.SnapshotNotFound, exception.VolumeNotFound):
+            LOG.info("snapshot %s is gone: not creating it", snapshot_id)
+            return
+        trace.get_current_span().set_attribute(attr.CINDER_VOLUME_ID, snapshot["volume_id"])
+        try:
+            self.driver.create_snapshot(snapshot)
+        except Exception:
+            retry.call(message.create, self.db, context, message.Action.SNAPSHOT_CREATE,
+                       snapshot_id, message.Detail.SNAPSHOT_CREATE_ERROR,
+                       resource_type=message.VOLUME_SNAPSHOT)
+            retry.call(db_api.snapshot_update, self.db, snapshot_id, {"status": "error"})
+            raise
+        retry.call(db_api.snapshot_update, self.db, snapshot_id,
+                   {"status": "available", "progress": "100%"})
+
+    @upstream(PATH, "VolumeManager.delete_snapshot")
+    def delete_snapshot(self, context: RequestContext, snapshot_id: str) -> None:
+        try:
+            snapshot = self._snapshot_for_driver(snapshot_id)
+        except (exception.SnapshotNotFound, exception.VolumeNotFound):
+            LOG.info("snapshot %s already deleted", snapshot_id)
+            return
+        try:
+            self.driver.delete_snapshot(snapshot)
+        except Exception:
+            message.create(self.db, context, message.Action.SNAPSHOT_DELETE, snapshot_id,
+                           message.Detail.SNAPSHOT_DELETE_ERROR,
+                           resource_type=message.VOLUME_SNAPSHOT)
+            db_api.snapshot_update(self.db, snapshot_id, {"status": "error_deleting"})
+            raise
+        db_api.snapshot_destroy(self.db, snapshot_id)
+
     # Attachments ------------------------------------------------------------------------
 
     @upstream(PATH, "VolumeManager._connection_create")

@@ -57,3 +57,12 @@ class VolumeAPI:
     def attachment_delete(self, ctxt, attachment_id: str, volume: dict) -> None:
         self._backend(volume).call(ctxt, "attachment_delete", attachment_id=attachment_id,
                                    volume_id=volume["id"])
+
+    @upstream(PATH, "VolumeAPI.create_snapshot")
+    def create_snapshot(self, ctxt, volume: dict, snapshot: dict) -> None:
+        """Cast to the backend that has the volume."""
+        self._backend(volume).cast(ctxt, "create_snapshot", snapshot_id=snapshot["id"])
+
+    @upstream(PATH, "VolumeAPI.delete_snapshot")
+    def delete_snapshot(self, ctxt, volume: dict, snapshot: dict) -> None:
+        self._backend(volume).cast(ctxt, "delete_snapshot", snapshot_id=snapshot["id"])

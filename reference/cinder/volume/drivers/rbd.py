@@ -11,8 +11,12 @@ Like upstream's ``RADOSClient``, each operation opens its own cluster
 connection: it fetches the cluster map from the monitor, then talks to the OSDs
 directly, and both show in the trace as CLIENT spans of cinder-volume.
 
-Left out: CephX (``auth_enabled`` is false, no secret), snapshots and clones
-(so no copy-on-write clone of a glance image in rbd; the bytes are copied),
+A snapshot ``<id>`` is the RBD snapshot ``snapshot-<id>`` of its volume's image
+(``create_snapshot``); an image with snapshots cannot be removed, which is why
+Cinder refuses to delete a volume that has some.
+
+Left out: CephX (``auth_enabled`` is false, no secret), clones and protected
+snapshots (so no copy-on-write clone of a glance image in rbd; the bytes are copied),
 the image volume cache, replication, QoS, trash and flatten.
 """
 
@@ -101,6 +105,34 @@ class RBDDriver:
             except rados_errors.Error as exc:
                 raise exception.VolumeBackendAPIException(
                     data=f"delete of {volume['name']} failed: {exc}") from exc
+
+    # Snapshots --------------------------------------------------------------------------
+
+    @upstream(PATH, "RBDDriver.create_snapshot")
+    def create_snapshot(self, snapshot: dict) -> None:
+        """Snapshot the volume's image (``RBDVolumeProxy(volume).create_snap(name)``).
+        Upstream also protects it, for clones; novalab makes no clones."""
+        with RADOSClient(self) as client:
+            try:
+                with rbd.Image(client.ioctx, snapshot["volume_name"]) as image:
+                    image.create_snap(snapshot["name"])
+            except rados_errors.Error as exc:
+                raise exception.VolumeBackendAPIException(
+                    data=f"snapshot {snapshot['name']} of {snapshot['volume_name']} "
+                         f"failed: {exc}") from exc
+
+    @upstream(PATH, "RBDDriver.delete_snapshot")
+    def delete_snapshot(self, snapshot: dict) -> None:
+        """Remove the RBD snapshot; one already gone (or its image) is deleted already."""
+        with RADOSClient(self) as client:
+            try:
+                with rbd.Image(client.ioctx, snapshot["volume_name"]) as image:
+                    image.remove_snap(snapshot["name"])
+            except rbd.ImageNotFound:
+                LOG.info("snapshot %s no longer exists in backend", snapshot["name"])
+            except rados_errors.Error as exc:
+                raise exception.VolumeBackendAPIException(
+                    data=f"delete of snapshot {snapshot['name']} failed: {exc}") from exc
 
     @upstream(PATH, "RBDDriver.copy_image_to_volume")
     def copy_image_to_volume(self, context, volume: dict, image_service, image_id: str,

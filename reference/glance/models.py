@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Integer, String, Text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from novalab.reference.common.db import Base, utcnow
@@ -32,12 +42,16 @@ class Image(Base):
     min_disk: Mapped[int] = mapped_column(Integer, default=0)
     min_ram: Mapped[int] = mapped_column(Integer, default=0)
     protected: Mapped[bool] = mapped_column(Boolean, default=False)
+    os_hidden: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     updated_at: Mapped[datetime | None] = mapped_column(DateTime, onupdate=utcnow)
     properties: Mapped[list[ImageProperty]] = relationship(
         back_populates="image", cascade="all, delete-orphan", lazy="selectin")
     locations: Mapped[list[ImageLocation]] = relationship(
         back_populates="image", cascade="all, delete-orphan", lazy="selectin")
+    tags: Mapped[list[ImageTag]] = relationship(
+        back_populates="image", cascade="all, delete-orphan", lazy="selectin",
+        order_by="ImageTag.id")
 
 
 class ImageProperty(Base):
@@ -61,3 +75,15 @@ class ImageLocation(Base):
     meta_data: Mapped[dict] = mapped_column(JSON, default=dict)
     status: Mapped[str] = mapped_column(String(30), default="active")
     image: Mapped[Image] = relationship(back_populates="locations")
+
+
+class ImageTag(Base):
+    """A tag on an image (``image_tags``): ``PUT /v2/images/{id}/tags/{tag}``."""
+
+    __tablename__ = "glance_image_tags"
+    __table_args__ = (UniqueConstraint("image_id", "value"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    image_id: Mapped[str] = mapped_column(ForeignKey("glance_images.id"), index=True)
+    value: Mapped[str] = mapped_column(String(255))
+    image: Mapped[Image] = relationship(back_populates="tags")

@@ -56,6 +56,17 @@ class Assignment(Base):
     role_id: Mapped[str] = mapped_column(ForeignKey("keystone_roles.id"), primary_key=True)
 
 
+class Region(Base):
+    """A region of the catalog (``keystone/catalog/backends/sql.py`` Region); DevStack's
+    ``keystone-manage bootstrap --bootstrap-region-id RegionOne`` makes the first."""
+
+    __tablename__ = "keystone_regions"
+
+    id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    description: Mapped[str] = mapped_column(String(255), default="")
+    parent_region_id: Mapped[str | None] = mapped_column(String(255))
+
+
 class CatalogEndpoint(Base):
     """One service endpoint of the catalog (Keystone's service + endpoint tables, folded)."""
 

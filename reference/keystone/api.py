@@ -13,7 +13,7 @@ from flask import Flask, jsonify, request
 
 from novalab.reference.common import exception, validation
 from novalab.reference.common.wsgi import install_common_handlers, json_body, keystone_fault
-from novalab.reference.keystone import identity_api, schemas
+from novalab.reference.keystone import catalog_api, identity_api, schemas
 from novalab.reference.keystone.core import Keystone
 from novalab.reference.keystone.identity import IdentityAdmin
 from novalab.tracing.http import instrument_flask
@@ -112,5 +112,7 @@ def create_app(keystone: Keystone, tracer_provider=None) -> Flask:
         project = caller.get("project") or {}
         return jsonify({"catalog": keystone.catalog(project.get("id"))})
 
-    identity_api.register(app, IdentityAdmin(keystone.db), _caller_token)
+    authorize = identity_api.register(app, IdentityAdmin(keystone.db, keystone.tracer),
+                                      _caller_token)
+    catalog_api.register(app, catalog_api.CatalogAdmin(keystone.db, keystone.tracer), authorize)
     return app

@@ -21,6 +21,7 @@ from novalab.reference.keystone.models import (
     Assignment,
     CatalogEndpoint,
     Project,
+    Region,
     Role,
     Token,
     User,
@@ -28,6 +29,7 @@ from novalab.reference.keystone.models import (
 from novalab.tracing.spans import upstream
 
 TOKEN_TTL = timedelta(hours=1)
+REGION = "RegionOne"  # DevStack's REGION_NAME, the region of every endpoint here
 # The role implications ``keystone-manage bootstrap`` creates, in order of use.
 IMPLIED_ROLES = (("admin", "member"), ("member", "reader"))
 _PBKDF2_ROUNDS = 20000
@@ -212,7 +214,7 @@ class Keystone:
             for interface in ("public", "internal", "admin"):
                 session.add(CatalogEndpoint(id=uuid.uuid4().hex, service_id=service_id,
                                             service_type=service_type, service_name=service_name,
-                                            interface=interface, url=url))
+                                            interface=interface, region=REGION, url=url))
 
     # Bootstrap ----------------------------------------------------------------------------
 
@@ -223,6 +225,8 @@ class Keystone:
         and projects added since, and nothing it has is changed.
         """
         with self.db.session() as session:
+            if session.get(Region, REGION) is None:
+                session.add(Region(id=REGION, description=""))
             roles = {r.name: r for r in session.scalars(select(Role))}
             for name in ("admin", "member", "reader", "service"):
                 if name not in roles:

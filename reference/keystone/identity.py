@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import uuid
 
+from opentelemetry import trace
 from sqlalchemy import delete, select, update
 
 from novalab.reference.common import exception
 from novalab.reference.keystone.core import hash_password
 from novalab.reference.keystone.models import Assignment, Project, Role, Token, User
+from novalab.tracing.spans import upstream
 
 
 def user_view(user: User) -> dict:
@@ -48,8 +50,9 @@ class Conflict(exception.Conflict):
 class IdentityAdmin:
     """Create, read, change and delete users, projects and role grants."""
 
-    def __init__(self, db):
+    def __init__(self, db, tracer=None):
         self.db = db
+        self.tracer = tracer or trace.NoOpTracer()
 
     # Users --------------------------------------------------------------------------------
 
@@ -215,13 +218,17 @@ class IdentityAdmin:
             # effect at the next validation; upstream also revokes the user's tokens.
             _revoke(session, (Token.user_id == user_id) & (Token.project_id == project_id))
 
+    @upstream("keystone/assignment/core.py", "Manager.list_role_assignments")
     def role_assignments(self, user_id: str | None = None, project_id: str | None = None,
-                         include_names: bool = False) -> list[dict]:
-        query = select(Assignment)
+                         include_names: bool = False, role_id: str | None = None) -> list[dict]:
+        query = select(Assignment).order_by(Assignment.project_id, Assignment.user_id,
+                                            Assignment.role_id)
         if user_id:
             query = query.where(Assignment.user_id == user_id)
         if project_id:
             query = query.where(Assignment.project_id == project_id)
+        if role_id:
+            query = query.where(Assignment.role_id == role_id)
         with self.db.session() as session:
             found = []
             for grant in session.scalars(query):

@@ -31,6 +31,14 @@ RULES = {
     "identity:check_grant": policy.ADMIN,
     "identity:revoke_grant": policy.ADMIN,
     "identity:list_role_assignments": policy.ADMIN,
+    # keystone/common/policies/region.py: any valid token reads the regions.
+    "identity:list_regions": policy.ANYONE,
+    "identity:get_region": policy.ANYONE,
+    # service.py, endpoint.py: system readers (here, admins).
+    "identity:list_services": policy.ADMIN,
+    "identity:get_service": policy.ADMIN,
+    "identity:list_endpoints": policy.ADMIN,
+    "identity:get_endpoint": policy.ADMIN,
 }
 
 ENFORCER = policy.Enforcer(RULES)

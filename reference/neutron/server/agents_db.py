@@ -27,6 +27,16 @@ def agent_dict(row: Agent) -> dict:
             "heartbeat_timestamp": row.heartbeat_timestamp, "configurations": row.configurations}
 
 
+def _timestamp(value: datetime | None) -> str | None:
+    """Agents' times as neutron's API gives them: ``2024-05-01 10:46:44``."""
+    return value.strftime("%Y-%m-%d %H:%M:%S") if value else None
+
+
+# The agent API's filters (``GET /v2.0/agents?agent_type=...&host=...``), by column.
+AGENT_FILTERS = {"id": Agent.id, "agent_type": Agent.agent_type, "binary": Agent.binary,
+                 "host": Agent.host, "topic": Agent.topic}
+
+
 class AgentDbMixin:
     def __init__(self, db: Database, tracer, agent_down_time: float = AGENT_DOWN_TIME):
         self.db = db
@@ -35,6 +45,40 @@ class AgentDbMixin:
 
     def is_agent_down(self, heartbeat: datetime) -> bool:
         return heartbeat < utcnow() - timedelta(seconds=self.agent_down_time)
+
+    def api_view(self, row: Agent) -> dict:
+        """An agent as ``GET /v2.0/agents`` shows it: ``alive`` is the heartbeat's age
+        against ``agent_down_time``, as upstream computes it at read time."""
+        return {"id": row.id, "agent_type": row.agent_type, "binary": row.binary,
+                "topic": row.topic, "host": row.host, "admin_state_up": row.admin_state_up,
+                "alive": not self.is_agent_down(row.heartbeat_timestamp),
+                "created_at": _timestamp(row.created_at),
+                "started_at": _timestamp(row.started_at),
+                "heartbeat_timestamp": _timestamp(row.heartbeat_timestamp),
+                "description": None, "configurations": row.configurations or {},
+                "resources_synced": None}
+
+    @upstream("neutron/db/agents_db.py", "AgentDbMixin.get_agents")
+    def list_agents(self, filters: dict[str, list[str]]) -> list[dict]:
+        """Every agent that has reported, filtered on ``AGENT_FILTERS``, ``alive`` and
+        ``admin_state_up`` (each a list of accepted values)."""
+        query = select(Agent).order_by(Agent.agent_type, Agent.host)
+        for key, column in AGENT_FILTERS.items():
+            if key in filters:
+                query = query.where(column.in_(filters[key]))
+        with self.db.session() as session:
+            agents = [self.api_view(r) for r in session.scalars(query)]
+        for key in ("alive", "admin_state_up"):
+            if key in filters:
+                wanted = {v.lower() in ("true", "1", "yes") for v in filters[key]}
+                agents = [a for a in agents if a[key] in wanted]
+        return agents
+
+    @upstream("neutron/db/agents_db.py", "AgentDbMixin.get_agent")
+    def get_agent(self, agent_id: str) -> dict | None:
+        with self.db.session() as session:
+            row = session.get(Agent, agent_id)
+            return self.api_view(row) if row is not None else None
 
     def get_agents(self, agent_type: str, host: str | None = None,
                    alive_only: bool = True) -> list[dict]:

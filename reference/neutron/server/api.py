@@ -15,7 +15,7 @@ from novalab.reference.common import validation
 from novalab.reference.common.wsgi import install_common_handlers, json_body
 from novalab.reference.keystone.middleware import AuthProtocol
 from novalab.reference.neutron import exceptions as n_exc
-from novalab.reference.neutron.server import attributes
+from novalab.reference.neutron.server import attributes, extensions
 from novalab.reference.neutron.server import quotas as neutron_quotas
 from novalab.reference.neutron.server.plugin import Ml2Plugin
 from novalab.tracing.http import instrument_flask
@@ -71,21 +71,8 @@ def create_app(plugin: Ml2Plugin, auth: AuthProtocol, tracer_provider=None) -> F
              "links": [{"href": f"{base}/{name}s", "rel": "self"}]}
             for name in ("network", "subnet", "port", "quota")]})
 
-    @app.get("/v2.0/extensions")
-    def extensions():
-        return jsonify({"extensions": [
-            {"alias": "binding", "name": "Port Binding",
-             "description": "Expose port bindings of a virtual port to external application",
-             "links": [], "updated": "2014-02-03T10:00:00-00:00"},
-            {"alias": "quotas", "name": "Quota management support",
-             "description": "Expose functions for quotas management per project",
-             "links": [], "updated": "2012-07-29T10:00:00-00:00"},
-            {"alias": "quota_details", "name": "Quota details management support",
-             "description": "Expose functions for quotas usage statistics per project",
-             "links": [], "updated": "2017-02-10T10:00:00-00:00"},
-            {"alias": "provider", "name": "Provider Network",
-             "description": "Expose mapping of virtual networks to physical networks",
-             "links": [], "updated": "2012-09-07T10:00:00-00:00"}]})
+    # /v2.0/extensions, /v2.0/agents, and the 404s of extensions not loaded.
+    extensions.register(app, plugin, _fields, _filters)
 
     def register(resource: str, create, show, listing, update, remove):
         collection = f"/v2.0/{resource}s"

@@ -189,6 +189,11 @@ class Ml2Plugin:
                             ("admin_state_up", Network.admin_state_up)):
             if key in filters:
                 query = query.where(column.in_([_bool(v) for v in filters[key]]))
+        if "router:external" in filters and not any(
+                _bool(v) is False for v in filters["router:external"]):
+            # external-net: no network here is external (no L3 agent, no router), so
+            # ``network list --external`` is empty and ``--internal`` lists them all.
+            return []
         with self.db.session() as session:
             return [self._network_dict(session, row, context) for row in session.scalars(query)
                     if policy.can_see_network(context, row)]

@@ -14,6 +14,7 @@ from flask import Flask, Response, g, jsonify, request
 from novalab.reference.common import exception, validation
 from novalab.reference.common.wsgi import install_common_handlers, json_body, keystone_fault
 from novalab.reference.glance import schemas
+from novalab.reference.glance.changes import ImageChanges, parse_patch, patch_body
 from novalab.reference.glance.core import ImageRepo
 from novalab.reference.glance.store import CHUNK
 from novalab.reference.keystone.middleware import AuthProtocol
@@ -50,7 +51,9 @@ def create_app(repo: ImageRepo, auth: AuthProtocol, tracer_provider=None) -> Fla
         if limit is not None and limit < 0:
             raise exception.Invalid("limit param must be positive")
         images = repo.list(g.context, name=request.args.get("name"), limit=limit,
-                           marker=request.args.get("marker"))
+                           marker=request.args.get("marker"),
+                           os_hidden=request.args.get("os_hidden", "").lower() == "true",
+                           tags=request.args.getlist("tag"))
         body = {"images": images, "schema": "/v2/schemas/images", "first": "/v2/images"}
         if limit and len(images) == limit:
             body["next"] = f"/v2/images?marker={images[-1]['id']}&limit={limit}"
@@ -92,6 +95,45 @@ def create_app(repo: ImageRepo, auth: AuthProtocol, tracer_provider=None) -> Fla
     def delete(image_id):
         repo.delete(g.context, image_id)
         return "", 204
+
+    changes = ImageChanges(repo)
+
+    @app.patch("/v2/images/<image_id>")
+    @validation.schema(schemas.IMAGE_PATCH, loader=patch_body)
+    def update(image_id):
+        """``openstack image set``: a JSON patch, its media type glance's v2.1."""
+        return jsonify(changes.update(g.context, image_id, parse_patch(patch_body())))
+
+    @app.put("/v2/images/<image_id>/tags/<tag>")
+    @validation.raw_body("a tag is its URL: glance reads no body")
+    def add_tag(image_id, tag):
+        changes.add_tag(g.context, image_id, tag)
+        return "", 204
+
+    @app.delete("/v2/images/<image_id>/tags/<tag>")
+    def delete_tag(image_id, tag):
+        changes.delete_tag(g.context, image_id, tag)
+        return "", 204
+
+    @app.post("/v2/images/<image_id>/actions/deactivate")
+    @validation.raw_body("an action is its URL: glance reads no body")
+    def deactivate(image_id):
+        changes.deactivate(g.context, image_id)
+        return "", 204
+
+    @app.post("/v2/images/<image_id>/actions/reactivate")
+    @validation.raw_body("an action is its URL: glance reads no body")
+    def reactivate(image_id):
+        changes.reactivate(g.context, image_id)
+        return "", 204
+
+    @app.get("/v2/schemas/image")
+    def image_schema():
+        return jsonify(schemas.IMAGE_SCHEMA)
+
+    @app.get("/v2/schemas/images")
+    def images_schema():
+        return jsonify(schemas.IMAGES_SCHEMA)
 
     return app
 

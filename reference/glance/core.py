@@ -24,14 +24,14 @@ from novalab.reference.common import exception
 from novalab.reference.common.context import RequestContext
 from novalab.reference.common.db import Database
 from novalab.reference.glance import policy, schemas
-from novalab.reference.glance.models import Image, ImageLocation, ImageProperty
+from novalab.reference.glance.models import Image, ImageLocation, ImageProperty, ImageTag
 from novalab.reference.glance.quota import IMAGE_SIZE_CAP, ImageQuota, ImageSizeLimitExceeded
 from novalab.reference.glance.store import HASH_ALGO, object_name, stage
 from novalab.tracing.spans import upstream
 
 CORE_FIELDS = ("id", "name", "status", "visibility", "owner", "disk_format", "container_format",
                "size", "virtual_size", "checksum", "os_hash_algo", "os_hash_value", "min_disk",
-               "min_ram", "protected")
+               "min_ram", "protected", "os_hidden")
 
 
 def _iso(value) -> str | None:
@@ -41,10 +41,11 @@ def _iso(value) -> str | None:
 def image_view(image: Image) -> dict:
     """Glance v2's flat image document: core fields, then properties at top level."""
     view = {field: getattr(image, field) for field in CORE_FIELDS}
+    view["os_hidden"] = bool(image.os_hidden)  # rows from before the column read as False
     view.update(created_at=_iso(image.created_at), updated_at=_iso(image.updated_at or
                                                                    image.created_at),
-                tags=[], self=f"/v2/images/{image.id}", file=f"/v2/images/{image.id}/file",
-                schema="/v2/schemas/image")
+                tags=[t.value for t in image.tags], self=f"/v2/images/{image.id}",
+                file=f"/v2/images/{image.id}/file", schema="/v2/schemas/image")
     for prop in image.properties:
         view[prop.name] = prop.value
     active = [loc.value for loc in image.locations if loc.status == "active"]
@@ -94,12 +95,19 @@ class ImageRepo:
 
     @upstream("glance/db/__init__.py", "ImageRepo.list")
     def list(self, context: RequestContext, *, name: str | None = None,
-             limit: int | None = None, marker: str | None = None) -> list[dict]:
+             limit: int | None = None, marker: str | None = None,
+             os_hidden: bool = False, tags: list[str] | None = None) -> list[dict]:
+        """Visible images, newest first; hidden ones only with ``os_hidden=true`` (then
+        only those), and only images carrying every one of ``tags``."""
         policy.authorize(context, "get_images", None)
         query = select(Image).where(self._visible(context)).order_by(Image.created_at.desc(),
                                                                     Image.id)
         if name is not None:
             query = query.where(Image.name == name)
+        query = query.where(Image.os_hidden.is_(True) if os_hidden
+                            else or_(Image.os_hidden.is_(False), Image.os_hidden.is_(None)))
+        for tag in tags or []:
+            query = query.where(Image.tags.any(ImageTag.value == tag))
         with self.db.session() as session:
             images = [image_view(i) for i in session.scalars(query)]
         if marker:
@@ -146,7 +154,8 @@ class ImageRepo:
             raise exception.Invalid(f"Invalid image id {body['id']!r}: it must be a UUID.")
         image = self.create(name=body.get("name"), owner=context.project_id,
                             visibility=visibility, properties=properties,
-                            image_id=image_id, status="queued", **fields)
+                            image_id=image_id, status="queued", tags=body.get("tags", []),
+                            os_hidden=body.get("os_hidden", False), **fields)
         try:
             self.quota.recheck(context.project_id, {"image_count_total": 1})
         except exception.NovaLabException:
@@ -218,7 +227,10 @@ class ImageRepo:
         """The image and its bytes (None while it has none)."""
         image = self.get(context, image_id)
         policy.authorize(context, "download_image", image["owner"])
-        if image["status"] != "active" or "direct_url" not in image:
+        if image["status"] == "deactivated" and not context.is_admin:
+            raise exception.Forbidden("The requested image has been deactivated. Image data "
+                                      "download is forbidden.")
+        if image["status"] not in ("active", "deactivated") or "direct_url" not in image:
             return image, None
         return image, self.store.get(image["direct_url"])
 
@@ -246,7 +258,8 @@ class ImageRepo:
         return image
 
     def create(self, *, name: str, owner: str | None = None, visibility: str = "public",
-               properties: dict | None = None, image_id: str | None = None, **fields) -> dict:
+               properties: dict | None = None, image_id: str | None = None,
+               tags: list[str] | None = None, **fields) -> dict:
         """Register an image record (the seeding and admin path); 409 if the id is taken."""
         if image_id is not None:
             image_id = canonical_id(image_id)
@@ -261,6 +274,7 @@ class ImageRepo:
                               visibility=visibility, **fields)
                 image.properties = [ImageProperty(name=k, value=str(v))
                                     for k, v in (properties or {}).items()]
+                image.tags = [ImageTag(value=t) for t in tags or []]
                 session.add(image)
                 session.flush()
                 return image_view(image)

@@ -30,6 +30,9 @@ RULES = {
     "delete_image": policy.PROJECT_MEMBER_OR_ADMIN,
     "publicize_image": policy.ADMIN,
     "communitize_image": policy.PROJECT_MEMBER_OR_ADMIN,
+    # An admin takes an image's data out of use and puts it back.
+    "deactivate": policy.ADMIN,
+    "reactivate": policy.ADMIN,
 }
 
 ENFORCER = policy.Enforcer(RULES)

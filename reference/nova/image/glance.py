@@ -27,7 +27,7 @@ from novalab.tracing.spans import upstream
 _CORE = {"id", "name", "status", "visibility", "owner", "disk_format", "container_format",
          "size", "virtual_size", "checksum", "os_hash_algo", "os_hash_value", "min_disk",
          "min_ram", "protected", "created_at", "updated_at", "tags", "self", "file", "schema",
-         "direct_url", "locations"}
+         "direct_url", "locations", "os_hidden"}
 
 
 def image_meta(image: dict) -> dict:

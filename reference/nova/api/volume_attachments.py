@@ -12,7 +12,8 @@ before the work: the compute host does it (``compute/volume_attach.py``), the
 server's instance actions (``attach_volume``, ``detach_volume``) and the
 volume's status in Cinder tell how it went. A server in a state that takes no
 attach or detach is a 409; a volume Cinder will not hand over a 400; a volume
-the server does not have a 404. Swapping a volume (``PUT``) is left out.
+the server does not have a 404. Swapping a volume (``PUT``) is a 501 that says
+novalab does not implement it.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from __future__ import annotations
 from flask import g, jsonify, request
 from opentelemetry import trace
 
-from novalab.reference.common import exception
-from novalab.reference.common.wsgi import json_body
+from novalab.reference.common import exception, validation
+from novalab.reference.common.wsgi import json_body, nova_fault
 from novalab.reference.nova import policy
 from novalab.reference.nova.api import versions
 from novalab.reference.nova.api.actions import raise_http_conflict_for_instance_invalid_state
@@ -131,3 +132,12 @@ def register(app, compute_api: ComputeAPI, tracer) -> None:
                      methods=["GET"])
     app.add_url_rule(f"{prefix}/<id>", "volume_attachments_delete", controller.delete,
                      methods=["DELETE"])
+
+    @validation.raw_body("a volume swap is refused unread: novalab does not implement it")
+    def volume_attachments_update(server_id, id):  # noqa: A002
+        # Upstream's answer when the driver cannot swap (raise_feature_not_supported).
+        return nova_fault(501, "Swapping the volume of an attachment (PUT): novalab does "
+                               "not implement it (see README.md, \"Left out, on purpose\").")
+
+    app.add_url_rule(f"{prefix}/<id>", "volume_attachments_update", volume_attachments_update,
+                     methods=["PUT"])

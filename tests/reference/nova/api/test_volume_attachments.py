@@ -156,6 +156,10 @@ def test_refusals(shared_cloud, login):
     assert nothing.status_code == 404, nothing.text
     assert demo.request("DELETE", f"{url}/{volume_id}").status_code == 404
     assert demo.request("GET", f"{url}/{volume_id}").status_code == 404
+    swap = demo.request("PUT", f"{url}/{volume_id}",
+                        json={"volumeAttachment": {"volumeId": volume_id}})
+    assert swap.status_code == 501
+    assert "novalab does not implement" in swap.json()["notImplemented"]["message"]
     # A reader may look but not attach; another project sees no server.
     reader = login(cloud, "reader", "demo")
     assert reader.request("GET", url).status_code == 200

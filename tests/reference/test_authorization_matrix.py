@@ -157,7 +157,19 @@ ACTIONS = [
     Action("image:download_image", "glance", "GET", "/v2/images/{image}/file", READ()),
     Action("image:upload_image", "glance", "PUT", "/v2/images/{fresh}/file", WRITE(204),
            body=b"\0" * 1024, fresh="image", content_type="application/octet-stream"),
-    # Image PATCH (`openstack image set`) arrives with issue 12, and modify_image's row.
+    # `openstack image set` (a JSON patch), tags, and an admin's deactivate/reactivate.
+    Action("image:modify_image", "glance", "PATCH", "/v2/images/{fresh}", WRITE(200),
+           body=[{"op": "replace", "path": "/name", "value": "renamed"}], fresh="image",
+           content_type="application/openstack-images-v2.1-json-patch"),
+    Action("image:modify_image:add_tag", "glance", "PUT", "/v2/images/{fresh}/tags/mx",
+           WRITE(204), fresh="image"),
+    Action("image:modify_image:delete_tag", "glance", "DELETE",
+           "/v2/images/{fresh}/tags/mx", WRITE(204), fresh="tagged_image"),
+    Action("image:deactivate", "glance", "POST", "/v2/images/{fresh}/actions/deactivate",
+           _row(403, 404, 403, 204, 404, 404), fresh="active_image"),
+    Action("image:reactivate", "glance", "POST", "/v2/images/{fresh}/actions/reactivate",
+           _row(403, 404, 403, 204, 404, 404), fresh="deactivated_image"),
+    Action("image:get_schema", "glance", "GET", "/v2/schemas/image", _row(*[200] * 6)),
     Action("image:delete_image", "glance", "DELETE", "/v2/images/{fresh}", WRITE(204),
            fresh="image"),
     Action("image:delete_image:public", "glance", "DELETE", "/v2/images/{fresh}",
@@ -199,6 +211,16 @@ ACTIONS = [
            NAMED_PROJECT_READ()),
     Action("network:update_quota", "neutron", "PUT", "/v2.0/quotas/{owner_project}",
            ADMIN_ONLY(200), body={"quota": {"network": 12}}),
+    # Agents are admin's (neutron/conf/policies/agent.py): a list hides them, one is a 404.
+    Action("network:get_agent", "neutron", "GET", "/v2.0/agents", _row(*[200] * 6)),
+    Action("network:get_agent:one", "neutron", "GET", "/v2.0/agents/{agent}",
+           _row(404, 404, 404, 200, 404, 404)),
+    Action("network:extensions", "neutron", "GET", "/v2.0/extensions", _row(*[200] * 6)),
+    # Routers and floating IPs: the router extension is not loaded, a 404 for everyone.
+    Action("network:router:not_loaded", "neutron", "GET", "/v2.0/routers",
+           _row(*[404] * 6)),
+    Action("network:floatingip:not_loaded", "neutron", "POST", "/v2.0/floatingips",
+           _row(*[404] * 6), body={"floatingip": {}}),
     # Cinder (cinder/policies/volumes.py, attachments.py, messages.py, quotas.py,
     # limits.py); the URL carries the caller's own project, as its catalog says.
     Action("volume:create", "cinder", "POST", "/v3/{project}/volumes", CINDER(CREATE(202)),
@@ -244,6 +266,19 @@ ACTIONS = [
            ADMIN_ONLY(200), body={"project": {"enabled": False}}, fresh="project"),
     Action("identity:delete_project", "keystone", "DELETE", "/v3/projects/{fresh}",
            ADMIN_ONLY(204), fresh="project"),
+    # The catalog (keystone/common/policies/region.py, service.py, endpoint.py) and the
+    # assignments (role_assignment.py): regions are any token's, the rest admins'.
+    Action("identity:list_regions", "keystone", "GET", "/v3/regions", _row(*[200] * 6)),
+    Action("identity:get_region", "keystone", "GET", "/v3/regions/RegionOne",
+           _row(*[200] * 6)),
+    Action("identity:list_services", "keystone", "GET", "/v3/services", ADMIN_ONLY(200)),
+    Action("identity:get_service", "keystone", "GET", "/v3/services/{service}",
+           ADMIN_ONLY(200)),
+    Action("identity:list_endpoints", "keystone", "GET", "/v3/endpoints", ADMIN_ONLY(200)),
+    Action("identity:get_endpoint", "keystone", "GET", "/v3/endpoints/{endpoint}",
+           ADMIN_ONLY(200)),
+    Action("identity:list_role_assignments", "keystone", "GET",
+           "/v3/role_assignments?include_names=True", ADMIN_ONLY(200)),
 ]
 
 # -- the cloud, the personas and the owner's resources ---------------------------------------
@@ -307,6 +342,16 @@ class Matrix:
             self._wait("nova", f"/v2.1/servers/{server['id']}", "server",
                        lambda s: s["status"] != "BUILD")
             return server["id"]
+        if kind in ("tagged_image", "active_image", "deactivated_image"):
+            image = self.make("image")
+            if kind == "tagged_image":
+                self.ok("owner", "PUT", "glance", f"/v2/images/{image}/tags/mx")
+                return image
+            self.call("owner", "PUT", f"{self.url('glance')}/v2/images/{image}/file",
+                      b"x" * 64, "application/octet-stream")
+            if kind == "deactivated_image":
+                self.ok("admin", "POST", "glance", f"/v2/images/{image}/actions/deactivate")
+            return image
         if kind in ("image", "public_image"):
             who = "admin" if kind == "public_image" else "owner"
             body = {"name": f"mx-{kind}", "disk_format": "raw", "container_format": "bare"}
@@ -354,6 +399,9 @@ class Matrix:
             self.login(persona)
         self.ids["cirros"] = self.cloud.cirros["id"]
         self.ids["owner_project"] = self.projects["owner"]
+        self.ids["agent"] = self.ok("admin", "GET", "neutron", "/v2.0/agents")["agents"][0]["id"]
+        catalog = self.ok("admin", "GET", "keystone", "/v3/endpoints")["endpoints"]
+        self.ids["endpoint"], self.ids["service"] = catalog[0]["id"], catalog[0]["service_id"]
         self.raise_quotas(self.projects["owner"])
         self.ids["network"] = self.make("network")
         self.ok("owner", "POST", "neutron", "/v2.0/subnets", {"subnet": {

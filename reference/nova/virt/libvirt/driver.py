@@ -491,8 +491,7 @@ class LibvirtDriver(driver.ComputeDriver):
         target = mountpoint.rsplit("/", 1)[-1]
         if not self._disk_in(guest.get_persistent_xml(), target) and \
                 not self._disk_in(guest.get_xml_desc(), target):
-            trace.get_current_span().add_event("disk not found in the domain",
-                                               {"libvirt.target_dev": target})
+            trace.get_current_span().add_event(f"disk {target} not found in the domain")
             return
         conf = self._get_volume_config(connection_info, mountpoint)
         live = guest.get_power_state(self._host) in (power_state.RUNNING, power_state.PAUSED)

@@ -45,3 +45,15 @@ class KeypairLimitExceeded(exception.Forbidden):
 
 class MarkerNotFound(exception.NotFound):
     msg_fmt = "Marker %(marker)s could not be found."
+
+
+class InstanceIsLocked(exception.Conflict):
+    msg_fmt = "Instance %(instance_uuid)s is locked"
+
+
+class ConsoleNotAvailable(exception.NotFound):
+    msg_fmt = "Guest does not have a console available."
+
+
+class InstanceNotReady(exception.Conflict):
+    msg_fmt = "Instance %(instance_id)s is not ready"

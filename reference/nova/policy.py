@@ -36,6 +36,20 @@ RULES = {
     "os_compute_api:os-shelve:shelve": policy.PROJECT_MEMBER_OR_ADMIN,
     "os_compute_api:os-shelve:unshelve": policy.PROJECT_MEMBER_OR_ADMIN,
     "os_compute_api:os-shelve:shelve_offload": policy.ADMIN,
+    # nova/policies/servers.py, pause_server.py, suspend_server.py, lock_server.py,
+    # console_output.py: the server's members power it, lock it, read its console;
+    # lifting an admin's lock is for admins.
+    "os_compute_api:servers:stop": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:servers:start": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:servers:reboot": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:os-pause-server:pause": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:os-pause-server:unpause": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:os-suspend-server:suspend": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:os-suspend-server:resume": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:os-lock-server:lock": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:os-lock-server:unlock": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:os-lock-server:unlock:unlock_override": policy.ADMIN,
+    "os_compute_api:os-console-output": policy.PROJECT_MEMBER_OR_ADMIN,
     # nova/policies/instance_actions.py: the server's project reads its actions and
     # their events; the events' tracebacks are for admins.
     "os_compute_api:os-instance-actions:list": policy.PROJECT_READER_OR_ADMIN,

@@ -112,8 +112,31 @@ ACTIONS = [
     Action("compute:servers:show", "nova", "GET", "/v2.1/servers/{server}", READ()),
     Action("compute:servers:delete", "nova", "DELETE", "/v2.1/servers/{fresh}", WRITE(204),
            fresh="server"),
-    # Server actions (nova/policies/shelve.py, servers.py create_image); reboot, os-stop
-    # and the others arrive with issue 12, and their rows with them.
+    # Server actions (nova/policies/shelve.py, servers.py create_image, stop, start and
+    # reboot, pause_server.py, suspend_server.py, lock_server.py, console_output.py).
+    # start, unpause and resume of the ACTIVE shared server pass the policy and are
+    # refused by the state (409).
+    Action("compute:servers:stop", "nova", "POST", "/v2.1/servers/{fresh}/action",
+           WRITE(202), body={"os-stop": None}, fresh="server"),
+    Action("compute:servers:start", "nova", "POST", "/v2.1/servers/{server}/action",
+           WRITE(409), body={"os-start": None}),
+    Action("compute:servers:reboot", "nova", "POST", "/v2.1/servers/{fresh}/action",
+           WRITE(202), body={"reboot": {"type": "SOFT"}}, fresh="server"),
+    Action("compute:os-pause-server:pause", "nova", "POST", "/v2.1/servers/{fresh}/action",
+           WRITE(202), body={"pause": None}, fresh="server"),
+    Action("compute:os-pause-server:unpause", "nova", "POST",
+           "/v2.1/servers/{server}/action", WRITE(409), body={"unpause": None}),
+    Action("compute:os-suspend-server:suspend", "nova", "POST",
+           "/v2.1/servers/{fresh}/action", WRITE(202), body={"suspend": None},
+           fresh="server"),
+    Action("compute:os-suspend-server:resume", "nova", "POST",
+           "/v2.1/servers/{server}/action", WRITE(409), body={"resume": None}),
+    Action("compute:os-lock-server:lock", "nova", "POST", "/v2.1/servers/{fresh}/action",
+           WRITE(202), body={"lock": None}, fresh="server"),
+    Action("compute:os-lock-server:unlock", "nova", "POST", "/v2.1/servers/{server}/action",
+           WRITE(202), body={"unlock": None}),
+    Action("compute:os-console-output", "nova", "POST", "/v2.1/servers/{server}/action",
+           WRITE(200), body={"os-getConsoleOutput": {"length": 5}}),
     Action("compute:os-shelve:shelve", "nova", "POST", "/v2.1/servers/{fresh}/action",
            WRITE(202), body={"shelve": None}, fresh="server"),
     Action("compute:servers:create_image", "nova", "POST", "/v2.1/servers/{fresh}/action",

@@ -84,6 +84,24 @@ def check_instance_state(vm_state=None, task_state=(None,), must_have_launched=T
     return outer
 
 
+def check_instance_lock(function):
+    """A locked server refuses everyone but admins (``InstanceIsLocked``, a 409)."""
+
+    @functools.wraps(function)
+    def inner(self, context, instance, *args, **kwargs):
+        if instance.get("locked") and not context.is_admin:
+            raise nova_exception.InstanceIsLocked(instance_uuid=instance["uuid"])
+        return function(self, context, instance, *args, **kwargs)
+
+    return inner
+
+
+# The vm_states a SOFT and a HARD reboot start from (upstream's vm_states.ALLOW_*).
+ALLOW_SOFT_REBOOT = [vm_states.ACTIVE]
+ALLOW_HARD_REBOOT = ALLOW_SOFT_REBOOT + [vm_states.STOPPED, vm_states.PAUSED,
+                                         vm_states.SUSPENDED, vm_states.ERROR]
+
+
 class API(CellsV2Mixin):
     """``cells`` and ``placement_client`` make it today's API (the modern topology):
     ``db`` is then the API database, and instances live in cells."""
@@ -754,6 +772,144 @@ class API(CellsV2Mixin):
         except Exception:
             self.volume_api.roll_detaching(context, volume_id)
             raise
+
+    # Server actions: power (stop, start, reboot, pause, suspend), lock, console output ---
+
+    def _power_action(self, context, instance: dict, task_state: str, action: str,
+                      cast, *args) -> None:
+        """Save the task state the action starts with (only from None: a second request
+        racing this one gets a 409), record the action, cast to the instance's host."""
+        try:
+            instance = db_api.instance_update(self.db, instance["uuid"],
+                                              {"task_state": task_state},
+                                              expected_task_state=[None])
+        except exception.UnexpectedTaskStateError as exc:
+            raise exception.InstanceInvalidState(
+                attr="task_state", instance_uuid=instance["uuid"],
+                state=exc.kwargs.get("actual"), method=action) from exc
+        self._record_action_start(context, instance, action)
+        self._cast_or_revert(context, instance, None, cast, context, instance, *args)
+
+    @upstream(_API, "API.stop")
+    @check_instance_lock
+    @check_instance_state(vm_state=[vm_states.ACTIVE, vm_states.ERROR])
+    def stop(self, context: RequestContext, instance: dict, clean_shutdown: bool = True):
+        self._power_action(context, instance, task_states.POWERING_OFF, instance_actions.STOP,
+                           self.compute_rpcapi.stop_instance, clean_shutdown)
+
+    @upstream(_API, "API.start")
+    @check_instance_lock
+    @check_instance_state(vm_state=[vm_states.STOPPED])
+    def start(self, context: RequestContext, instance: dict) -> None:
+        self._power_action(context, instance, task_states.POWERING_ON, instance_actions.START,
+                           self.compute_rpcapi.start_instance)
+
+    @upstream(_API, "API.reboot")
+    @check_instance_lock
+    def reboot(self, context: RequestContext, instance: dict, reboot_type: str) -> None:
+        """SOFT from ACTIVE only; HARD also from STOPPED, PAUSED, SUSPENDED and ERROR,
+        and may interrupt a reboot (or pause, suspend...) in progress."""
+        if reboot_type == "SOFT":
+            self._soft_reboot(context, instance)
+        else:
+            self._hard_reboot(context, instance)
+
+    @upstream(_API, "API._soft_reboot")
+    @check_instance_state(vm_state=ALLOW_SOFT_REBOOT, task_state=[None])
+    def _soft_reboot(self, context, instance: dict) -> None:
+        self._power_action(context, instance, task_states.REBOOTING, instance_actions.REBOOT,
+                           self.compute_rpcapi.reboot_instance, None, "SOFT")
+
+    @upstream(_API, "API._hard_reboot")
+    @check_instance_state(vm_state=ALLOW_HARD_REBOOT, task_state=task_states.ALLOW_REBOOT)
+    def _hard_reboot(self, context, instance: dict) -> None:
+        instance = db_api.instance_update(self.db, instance["uuid"],
+                                          {"task_state": task_states.REBOOTING_HARD},
+                                          expected_task_state=task_states.ALLOW_REBOOT)
+        self._record_action_start(context, instance, instance_actions.REBOOT)
+        self._cast_or_revert(context, instance, None, self.compute_rpcapi.reboot_instance,
+                             context, instance, None, "HARD")
+
+    @upstream(_API, "API.pause")
+    @check_instance_lock
+    @check_instance_state(vm_state=[vm_states.ACTIVE])
+    def pause(self, context: RequestContext, instance: dict) -> None:
+        self._power_action(context, instance, task_states.PAUSING, instance_actions.PAUSE,
+                           self.compute_rpcapi.pause_instance)
+
+    @upstream(_API, "API.unpause")
+    @check_instance_lock
+    @check_instance_state(vm_state=[vm_states.PAUSED])
+    def unpause(self, context: RequestContext, instance: dict) -> None:
+        self._power_action(context, instance, task_states.UNPAUSING, instance_actions.UNPAUSE,
+                           self.compute_rpcapi.unpause_instance)
+
+    @upstream(_API, "API.suspend")
+    @check_instance_lock
+    @check_instance_state(vm_state=[vm_states.ACTIVE])
+    def suspend(self, context: RequestContext, instance: dict) -> None:
+        self._power_action(context, instance, task_states.SUSPENDING, instance_actions.SUSPEND,
+                           self.compute_rpcapi.suspend_instance)
+
+    @upstream(_API, "API.resume")
+    @check_instance_lock
+    @check_instance_state(vm_state=[vm_states.SUSPENDED])
+    def resume(self, context: RequestContext, instance: dict) -> None:
+        self._power_action(context, instance, task_states.RESUMING, instance_actions.RESUME,
+                           self.compute_rpcapi.resume_instance)
+
+    @staticmethod
+    def is_expected_locked_by(context, instance: dict) -> bool:
+        """Did whoever locked it stand where the caller stands (the owner's project, or
+        not)? Unlocking an admin's lock takes ``unlock_override``."""
+        is_owner = instance["project_id"] == context.project_id
+        locked_by = instance.get("locked_by")
+        return not locked_by or locked_by == ("owner" if is_owner else "admin")
+
+    @upstream(_API, "API.lock")
+    def lock(self, context: RequestContext, instance: dict) -> None:
+        """``locked_by`` says who: ``owner`` (the server's project) or ``admin``. The
+        owner locking again changes nothing; an admin's lock takes over the owner's."""
+        is_owner = instance["project_id"] == context.project_id
+        if instance.get("locked") and is_owner:
+            return
+        self._record_action_start(context, instance, instance_actions.LOCK)
+        with compute_utils.EventReporter(context, _ApiEvents(self.db), "api_lock", None,
+                                         instance["uuid"]):
+            db_api.instance_update(self.db, instance["uuid"], {
+                "locked": True, "locked_by": "owner" if is_owner else "admin"})
+
+    @upstream(_API, "API.unlock")
+    def unlock(self, context: RequestContext, instance: dict) -> None:
+        self._record_action_start(context, instance, instance_actions.UNLOCK)
+        with compute_utils.EventReporter(context, _ApiEvents(self.db), "api_unlock", None,
+                                         instance["uuid"]):
+            db_api.instance_update(self.db, instance["uuid"],
+                                   {"locked": False, "locked_by": None})
+
+    @upstream(_API, "API.get_console_output")
+    def get_console_output(self, context: RequestContext, instance: dict,
+                           tail_length=None) -> str:
+        """An RPC call to the instance's host (upstream's ``@check_instance_host``: a
+        server with no host has no guest to read)."""
+        if not instance.get("host"):
+            raise nova_exception.InstanceNotReady(instance_id=instance["uuid"])
+        return self.compute_rpcapi.get_console_output(context, instance, tail_length)
+
+
+class _ApiEvents:
+    """nova-api records its own events (``api_lock``) straight in its database, where
+    a compute host goes through the conductor: the same two calls ``EventReporter``
+    makes."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    def action_event_start(self, context, values: dict) -> None:
+        db_api.action_event_start(self.db, values)
+
+    def action_event_finish(self, context, values: dict) -> None:
+        db_api.action_event_finish(self.db, values)
 
 
 class InstanceActionAPI:

@@ -42,6 +42,7 @@ from novalab.reference.common.db import utcnow
 from novalab.reference.common.faults import NO_FAULTS
 from novalab.reference.nova.compute import power_state, task_states, vm_states
 from novalab.reference.nova.compute.instance_events import ComputeVirtAPI, InstanceEvents
+from novalab.reference.nova.compute.power import PowerMixin
 from novalab.reference.nova.compute.shelve import ShelveMixin
 from novalab.reference.nova.compute.utils import (  # noqa: F401 (compute_node_uuid: tests)
     EventReporter,
@@ -76,7 +77,7 @@ def blank_volume_name(instance: dict) -> str:
     return f"{instance['uuid']}-blank-vol"
 
 
-class ComputeManager(ShelveMixin, VolumeAttachMixin):
+class ComputeManager(ShelveMixin, VolumeAttachMixin, PowerMixin):
     def __init__(self, host: str, driver, conductor_api: ConductorAPI, tracer, *,
                  nodename: str | None = None, max_concurrent_builds: int = 10,
                  report_interval: float = REPORT_INTERVAL, network_api=None,

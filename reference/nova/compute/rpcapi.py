@@ -87,3 +87,40 @@ class ComputeAPI:
         self.client.prepare(server=instance["host"]).cast(
             ctxt, "detach_volume", instance=instance, volume_id=volume_id,
             attachment_id=attachment_id)
+
+    # Power actions (casts) and the console log (a call: the API waits for the text).
+
+    @upstream(_RPCAPI, "ComputeAPI.stop_instance")
+    def stop_instance(self, ctxt, instance: dict, clean_shutdown: bool = True) -> None:
+        self.client.prepare(server=instance["host"]).cast(
+            ctxt, "stop_instance", instance=instance, clean_shutdown=clean_shutdown)
+
+    @upstream(_RPCAPI, "ComputeAPI.reboot_instance")
+    def reboot_instance(self, ctxt, instance: dict, block_device_info, reboot_type: str) -> None:
+        self.client.prepare(server=instance["host"]).cast(
+            ctxt, "reboot_instance", instance=instance, block_device_info=block_device_info,
+            reboot_type=reboot_type)
+
+    def _cast_instance(self, ctxt, method: str, instance: dict) -> None:
+        self.client.prepare(server=instance["host"]).cast(ctxt, method, instance=instance)
+
+    @upstream(_RPCAPI, "ComputeAPI.pause_instance")
+    def pause_instance(self, ctxt, instance: dict) -> None:
+        self._cast_instance(ctxt, "pause_instance", instance)
+
+    @upstream(_RPCAPI, "ComputeAPI.unpause_instance")
+    def unpause_instance(self, ctxt, instance: dict) -> None:
+        self._cast_instance(ctxt, "unpause_instance", instance)
+
+    @upstream(_RPCAPI, "ComputeAPI.suspend_instance")
+    def suspend_instance(self, ctxt, instance: dict) -> None:
+        self._cast_instance(ctxt, "suspend_instance", instance)
+
+    @upstream(_RPCAPI, "ComputeAPI.resume_instance")
+    def resume_instance(self, ctxt, instance: dict) -> None:
+        self._cast_instance(ctxt, "resume_instance", instance)
+
+    @upstream(_RPCAPI, "ComputeAPI.get_console_output")
+    def get_console_output(self, ctxt, instance: dict, tail_length) -> str:
+        return self.client.prepare(server=instance["host"]).call(
+            ctxt, "get_console_output", instance=instance, tail_length=tail_length)

@@ -30,3 +30,20 @@ SHELVING_IMAGE_PENDING_UPLOAD = "shelving_image_pending_upload"
 SHELVING_IMAGE_UPLOADING = "shelving_image_uploading"
 SHELVING_OFFLOADING = "shelving_offloading"
 UNSHELVING = "unshelving"
+
+# Power actions (issue 12): nova-api sets the first, the host walks the rest to None.
+POWERING_OFF = "powering-off"
+REBOOTING = "rebooting"
+REBOOT_PENDING = "reboot_pending"
+REBOOT_STARTED = "reboot_started"
+REBOOTING_HARD = "rebooting_hard"
+REBOOT_PENDING_HARD = "reboot_pending_hard"
+REBOOT_STARTED_HARD = "reboot_started_hard"
+PAUSING = "pausing"
+UNPAUSING = "unpausing"
+SUSPENDING = "suspending"
+RESUMING = "resuming"
+# The task states a HARD reboot may interrupt (upstream's ALLOW_REBOOT).
+ALLOW_REBOOT = [None, REBOOTING, REBOOT_PENDING, REBOOT_STARTED, REBOOTING_HARD,
+                REBOOT_PENDING_HARD, REBOOT_STARTED_HARD, RESUMING, UNPAUSING, PAUSING,
+                SUSPENDING]

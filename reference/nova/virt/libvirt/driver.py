@@ -45,6 +45,9 @@ GiB = 1024 ** 3
 ROOT_DEVICE_NAME = "/dev/vda"
 NIC_NAME_LEN = 14  # NIC_NAME_LEN in nova/network/model.py (Linux allows 15 characters)
 CLEAN_SHUTDOWN_POLL = 0.5  # seconds between looks at a guest asked to shut down
+# [libvirt] wait_soft_reboot_seconds (upstream 120): novalab's test guests stop at once.
+SOFT_REBOOT_TIMEOUT = 10
+MAX_CONSOLE_BYTES = 100 * 1024  # upstream's MAX_CONSOLE_BYTES: what console output returns
 
 
 def _package_version() -> str:
@@ -133,7 +136,10 @@ class LibvirtDriver(driver.ComputeDriver):
         self._wait_for_boot(instance)
         if self.on_guest_running is not None:
             # A stand-in for the guest OS (see reference/guest/cloud_init.py).
-            self.on_guest_running(instance, network_info)
+            # It writes to its serial port, which libvirt logs to the console.log set
+            # in the domain XML (what `openstack console log show` reads back).
+            self.on_guest_running(instance, network_info, console_log=os.path.join(
+                self._get_instance_path(instance), "console.log"))
 
     def _get_instance_path(self, instance) -> str:
         return os.path.join(self.instances_path, instance["uuid"])
@@ -393,6 +399,98 @@ class LibvirtDriver(driver.ComputeDriver):
         if not guest.is_active():
             guest.launch()
         self._wait_for_boot(instance)
+
+    @upstream(PATH, "LibvirtDriver.reboot")
+    def reboot(self, context, instance, network_info, reboot_type, block_device_info=None,
+               bad_volumes_callback=None, accel_info=None):
+        """SOFT: the guest shuts down by itself and starts again; if it does not
+        within ``SOFT_REBOOT_TIMEOUT`` s, a HARD reboot (upstream falls back the same
+        way). HARD: pull the plug and start again."""
+        if reboot_type == "SOFT" and self._soft_reboot(instance):
+            return
+        self._hard_reboot(context, instance, network_info, block_device_info)
+
+    @upstream(PATH, "LibvirtDriver._soft_reboot")
+    def _soft_reboot(self, instance) -> bool:
+        """``virDomainShutdown``, wait for SHUTDOWN, launch the same definition.
+
+        False when the guest is not running or did not shut down (then HARD)."""
+        guest = self._host.get_guest(instance)
+        if guest.get_power_state(self._host) != power_state.RUNNING:
+            return False
+        guest.shutdown()
+        deadline = time.monotonic() + SOFT_REBOOT_TIMEOUT
+        while time.monotonic() < deadline:
+            if guest.get_power_state(self._host) == power_state.SHUTDOWN:
+                guest.launch()
+                self._wait_for_boot(instance)
+                return True
+            time.sleep(CLEAN_SHUTDOWN_POLL)
+        return False
+
+    @upstream(PATH, "LibvirtDriver._hard_reboot")
+    def _hard_reboot(self, context, instance, network_info, block_device_info=None):
+        """Destroy, then launch. Upstream also undefines and defines the domain from
+        fresh XML; novalab's definition has not changed since the boot, so it is kept
+        (as ``power_on`` keeps it); a suspended guest's managed-save image, which
+        upstream's undefine drops, is restored by the launch here."""
+        self._destroy(instance)
+        self._host.get_guest(instance).launch()
+        self._wait_for_boot(instance)
+
+    @upstream(PATH, "LibvirtDriver.pause")
+    def pause(self, instance):
+        """Freeze the guest where it is (libvirt PAUSED): memory kept, vCPUs stopped."""
+        self._host.get_guest(instance).pause()
+
+    @upstream(PATH, "LibvirtDriver.unpause")
+    def unpause(self, instance):
+        self._host.get_guest(instance).resume()
+
+    @upstream(PATH, "LibvirtDriver.suspend")
+    def suspend(self, context, instance):
+        """Save the guest's memory to disk and stop it (``virDomainManagedSave``).
+
+        libvirt then says SHUTOFF, so Nova's power_state of a suspended server is
+        SHUTDOWN (4), as upstream shows it."""
+        self._host.get_guest(instance).save_memory_state()
+
+    @upstream(PATH, "LibvirtDriver.resume")
+    def resume(self, context, instance, network_info, block_device_info=None):
+        """Start the guest again; libvirt restores the managed-save image."""
+        guest = self._host.get_guest(instance)
+        if not guest.is_active():
+            guest.launch()
+        self._wait_for_boot(instance)
+
+    # --- console -------------------------------------------------------------------------
+
+    @upstream(PATH, "LibvirtDriver.get_console_output")
+    def get_console_output(self, context, instance) -> bytes:
+        """The last ``MAX_CONSOLE_BYTES`` of the guest's serial console log.
+
+        As upstream, the path comes from the live domain XML (a ``file`` console's
+        source, or the ``log`` of a ``tcp`` or ``pty`` one); no console at all is
+        ``ConsoleNotAvailable``, a log not written yet is empty output."""
+        tree = ET.fromstring(self._host.get_guest(instance).get_xml_desc())
+        path_sources = (("file", "./devices/console[@type='file']/source[@path]", "path"),
+                        ("tcp", "./devices/console[@type='tcp']/log[@file]", "file"),
+                        ("pty", "./devices/console[@type='pty']/log[@file]", "file"))
+        console_path = ""
+        for _type, xpath, attribute in path_sources:
+            node = tree.find(xpath)
+            if node is not None and node.get(attribute):
+                console_path = node.get(attribute)
+                break
+        if not console_path:
+            raise nova_exception.ConsoleNotAvailable()
+        if not os.path.exists(console_path):
+            return b""
+        with open(console_path, "rb") as log:
+            log.seek(0, os.SEEK_END)
+            size = log.tell()
+            log.seek(max(0, size - MAX_CONSOLE_BYTES))
+            return log.read()
 
     # --- snapshot ------------------------------------------------------------------------
 

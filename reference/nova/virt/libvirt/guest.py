@@ -78,6 +78,15 @@ class Guest:
         """Let a paused guest run (``virDomainResume``)."""
         self._domain.resume()
 
+    def pause(self) -> None:
+        """Freeze the guest's vCPUs in memory (``virDomainSuspend``; libvirt says PAUSED)."""
+        self._domain.suspend()
+
+    def save_memory_state(self) -> None:
+        """Save the guest's memory to libvirt's managed-save file and stop it
+        (``virDomainManagedSave``); the next ``launch`` restores it."""
+        self._domain.managedSave(0)
+
     def get_xml_desc(self) -> str:
         """The live domain XML (``virDomainGetXMLDesc``)."""
         return self._domain.XMLDesc(0)
@@ -114,6 +123,8 @@ class Guest:
             self._domain.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE
                                        | libvirt.VIR_DOMAIN_UNDEFINE_NVRAM)
         except (libvirt.libvirtError, AttributeError):
+            if self._domain.hasManagedSaveImage(0):  # a suspended guest's saved memory
+                self._domain.managedSaveRemove(0)
             self._domain.undefine()
 
     # Hot-plug: a volume attached to (or detached from) a defined guest ----------------------

@@ -8,6 +8,7 @@ admins' (a member's request is a 403, as upstream's defaults say).
 from __future__ import annotations
 
 import httpx
+import jsonschema
 import pytest
 
 from novalab.reference.deploy.seed import DEFAULT_PASSWORD
@@ -111,3 +112,65 @@ def test_role_assignments_filter_by_user_project_and_role_with_names(shared_clou
     assert admin.get("/role_assignments", params={"scope.domain.id": "default"}).json()[
         "role_assignments"] == []
     assert spans_named(shared_cloud, "Manager.list_role_assignments")
+
+
+# -- the bodies, against schemas written from the Identity API reference ---------------------
+
+_LINKS = {"type": "object", "properties": {"self": {"type": "string", "format": "uri"}},
+          "required": ["self"], "additionalProperties": False}
+_REF = {"type": "object", "properties": {
+    "id": {"type": "string"}, "name": {"type": "string"},
+    "domain": {"type": "object", "properties": {"id": {"type": "string"},
+                                                "name": {"type": "string"}},
+               "required": ["id"], "additionalProperties": False}},
+    "required": ["id"], "additionalProperties": False}
+SCHEMAS = {
+    "region": {"type": "object", "properties": {
+        "id": {"type": "string"}, "description": {"type": "string"},
+        "parent_region_id": {"type": ["string", "null"]}, "links": _LINKS},
+        "required": ["id", "description", "parent_region_id", "links"],
+        "additionalProperties": False},
+    "service": {"type": "object", "properties": {
+        "id": {"type": "string"}, "type": {"type": "string"}, "name": {"type": "string"},
+        "enabled": {"type": "boolean"}, "description": {"type": "string"}, "links": _LINKS},
+        "required": ["id", "type", "enabled", "links"], "additionalProperties": False},
+    "endpoint": {"type": "object", "properties": {
+        "id": {"type": "string"}, "interface": {"enum": ["public", "internal", "admin"]},
+        "region": {"type": "string"}, "region_id": {"type": "string"},
+        "service_id": {"type": "string"}, "url": {"type": "string"},
+        "enabled": {"type": "boolean"}, "links": _LINKS},
+        "required": ["id", "interface", "region_id", "service_id", "url", "enabled", "links"],
+        "additionalProperties": False},
+    "role_assignment": {"type": "object", "properties": {
+        "role": _REF, "user": _REF,
+        "scope": {"type": "object", "properties": {"project": _REF},
+                  "required": ["project"], "additionalProperties": False},
+        "links": {"type": "object", "properties": {"assignment": {"type": "string"}},
+                  "required": ["assignment"], "additionalProperties": False}},
+        "required": ["role", "user", "scope", "links"], "additionalProperties": False},
+}
+
+
+def collection(key: str, item: dict) -> dict:
+    return {"type": "object", "properties": {
+        key: {"type": "array", "items": item},
+        "links": {"type": "object", "properties": {
+            "self": {"type": "string"}, "previous": {"type": ["string", "null"]},
+            "next": {"type": ["string", "null"]}},
+            "required": ["self", "previous", "next"], "additionalProperties": False}},
+        "required": [key, "links"], "additionalProperties": False}
+
+
+@pytest.mark.parametrize(("path", "kind"), [
+    ("/regions", "region"), ("/services", "service"), ("/endpoints", "endpoint"),
+    ("/role_assignments", "role_assignment"),
+    ("/role_assignments?include_names=1", "role_assignment")])
+def test_bodies_match_the_api_reference(admin, path, kind):
+    listed = admin.get(path).json()
+    key = f"{kind}s"
+    assert listed[key]
+    jsonschema.validate(listed, collection(key, SCHEMAS[kind]))
+    if kind != "role_assignment":
+        one = admin.get(f"/{key}/{listed[key][0]['id']}").json()
+        jsonschema.validate(one, {"type": "object", "properties": {kind: SCHEMAS[kind]},
+                                  "required": [kind], "additionalProperties": False})

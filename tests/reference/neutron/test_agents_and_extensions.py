@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import jsonschema
+
 from novalab.reference.neutron import constants
 from novalab.reference.neutron.server.extensions import LOADED
 
@@ -82,3 +84,42 @@ def test_extensions_list_what_is_served(netcloud):
     one = netcloud.request("GET", "/extensions/agent", demo).json()["extension"]
     assert one["name"] == "agent"
     assert netcloud.request("GET", "/extensions/router", demo).status_code == 404
+
+
+AGENT = {"type": "object", "properties": {
+    "id": {"type": "string"}, "agent_type": {"type": "string"},
+    "binary": {"type": "string"}, "topic": {"type": "string"}, "host": {"type": "string"},
+    "admin_state_up": {"type": "boolean"}, "alive": {"type": "boolean"},
+    "created_at": {"type": "string", "pattern": r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$"},
+    "started_at": {"type": "string", "pattern": r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$"},
+    "heartbeat_timestamp": {"type": "string",
+                            "pattern": r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$"},
+    "description": {"type": ["string", "null"]}, "configurations": {"type": "object"},
+    "resources_synced": {"type": ["boolean", "null"]}},
+    "required": ["id", "agent_type", "binary", "topic", "host", "admin_state_up", "alive",
+                 "created_at", "started_at", "heartbeat_timestamp", "description",
+                 "configurations", "resources_synced"],
+    "additionalProperties": False}
+EXTENSION = {"type": "object", "properties": {
+    "alias": {"type": "string"}, "name": {"type": "string"},
+    "description": {"type": "string"}, "updated": {"type": "string"},
+    "links": {"type": "array"}},
+    "required": ["alias", "name", "description", "updated", "links"],
+    "additionalProperties": False}
+
+
+def test_bodies_match_the_api_reference(netcloud):
+    """Agents and extensions as the Networking API reference lists their fields (the
+    ``availability_zone`` extension is not loaded, so agents have no zone)."""
+    admin = netcloud.token("admin")
+    agents = netcloud.request("GET", "/agents", admin).json()
+    jsonschema.validate(agents, {"type": "object", "properties": {
+        "agents": {"type": "array", "items": AGENT, "minItems": 2}},
+        "required": ["agents"], "additionalProperties": False})
+    one = netcloud.request("GET", f"/agents/{agents['agents'][0]['id']}", admin).json()
+    jsonschema.validate(one, {"type": "object", "properties": {"agent": AGENT},
+                              "required": ["agent"], "additionalProperties": False})
+    extensions = netcloud.request("GET", "/extensions", admin).json()
+    jsonschema.validate(extensions, {"type": "object", "properties": {
+        "extensions": {"type": "array", "items": EXTENSION}},
+        "required": ["extensions"], "additionalProperties": False})

@@ -15,16 +15,27 @@ import time
 import pytest
 
 from novalab.reference.nova.compute import power_state
-from tests.reference.nova.test_shelve import act, boot, events, show, wait_server
+from novalab.tracing import attributes as attr
+from tests.reference.nova.test_shelve import (
+    act,
+    boot,
+    events,
+    saved_states,
+    show,
+    trace_of,
+    wait_server,
+)
 
 NOVA_2_9 = {"OpenStack-API-Version": "compute 2.9"}  # shows "locked"
 
 
-@pytest.fixture(scope="module")
-def shared_cloud(tmp_path_factory):
+@pytest.fixture(scope="module", params=["classic", "modern"])
+def shared_cloud(request, tmp_path_factory):
+    """Both topologies: in the modern one the instance lives in cell1's database."""
     from tests.conftest import make_cloud
 
-    with make_cloud(tmp_path_factory.mktemp("actions")) as running:
+    with make_cloud(tmp_path_factory.mktemp(request.param),
+                    topology=request.param) as running:
         yield running
     running.telemetry.shutdown()
 
@@ -93,6 +104,24 @@ def test_a_suspended_server_can_be_deleted(shared_cloud, login):
 
 def show_status(session, server_id) -> int:
     return session.request("GET", f"{session.compute}/servers/{server_id}").status_code
+
+
+def test_one_request_one_trace_from_the_api_to_libvirt(shared_cloud, login):
+    """A HARD reboot's trace: nova-api's check and cast, the host's method, the
+    driver's libvirt calls, and the task states the host saved, in order."""
+    demo = login(shared_cloud)
+    server_id = boot(demo, shared_cloud, "traced")["id"]
+    response = act(demo, server_id, {"reboot": {"type": "HARD"}})
+    assert response.status_code == 202
+    wait_server(demo, server_id, "ACTIVE")
+    spans = trace_of(shared_cloud, response.headers["X-OpenStack-Request-ID"],
+                     {"API.reboot", "API._hard_reboot", "ComputeManager.reboot_instance",
+                      "LibvirtDriver.reboot", "LibvirtDriver._hard_reboot",
+                      "libvirt.destroy", "libvirt.createWithFlags"})
+    assert saved_states(spans) == [("active", "reboot_pending_hard"),
+                                   ("active", "reboot_started_hard"), ("active", None)]
+    (manager,) = [s for s in spans if s.name == "ComputeManager.reboot_instance"]
+    assert manager.attributes[attr.NOVA_INSTANCE_ACTION_EVENT] == "compute_reboot_instance"
 
 
 @pytest.fixture(scope="module")

@@ -73,20 +73,20 @@ class ServerActionsController:
         return "", 202
 
     @action("os-stop", schema.stop)
-    @upstream(_SERVERS, "ServersController._stop_server")
-    def _stop_server(self, server_id: str, body: dict):
+    @upstream(_SERVERS, "ServersController._stop")
+    def _stop(self, server_id: str, body: dict):
         return self._act(server_id, "os_compute_api:servers:stop", "stop",
                          instance_actions.STOP, self.compute_api.stop)
 
     @action("os-start", schema.start)
-    @upstream(_SERVERS, "ServersController._start_server")
-    def _start_server(self, server_id: str, body: dict):
+    @upstream(_SERVERS, "ServersController._start")
+    def _start(self, server_id: str, body: dict):
         return self._act(server_id, "os_compute_api:servers:start", "start",
                          instance_actions.START, self.compute_api.start)
 
     @action("reboot", schema.reboot)
-    @upstream(_SERVERS, "ServersController._action_reboot")
-    def _action_reboot(self, server_id: str, body: dict):
+    @upstream(_SERVERS, "ServersController._reboot")
+    def _reboot(self, server_id: str, body: dict):
         reboot_type = body["reboot"]["type"].upper()
         return self._act(server_id, "os_compute_api:servers:reboot", "reboot",
                          instance_actions.REBOOT, self.compute_api.reboot, reboot_type)

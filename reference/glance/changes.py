@@ -70,7 +70,7 @@ def patch_body() -> list:
             f"Unsupported Content-Type {media!r}: use {PATCH_MEDIA_TYPES[0]}")
     try:
         body = json.loads(request.get_data())
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nesting past any sense
         raise exception.Invalid(f"Malformed request body: {exc.__class__.__name__}") from exc
     if not isinstance(body, list):
         raise exception.Invalid("A JSON patch body is a list of operations.")

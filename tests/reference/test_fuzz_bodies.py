@@ -254,12 +254,15 @@ def _capped(value):
 def malformed(body) -> st.SearchStrategy[bytes]:
     """``body`` (a valid one) broken one way, or a body that is no JSON object at all."""
     paths = list(_paths(body))
-    objects = [p for p in paths if isinstance(_at(body, p), dict)] or [()]
+    objects = [p for p in paths if isinstance(_at(body, p), dict)]
     wrong_value = st.tuples(st.sampled_from(paths), BAD_VALUES).map(
         lambda drawn: _replaced(body, *drawn))
-    unknown_key = st.tuples(st.sampled_from(objects), UNKNOWN_KEYS, BAD_VALUES).map(
-        lambda drawn: _replaced(body, drawn[0], {**_at(body, drawn[0]), drawn[1]: drawn[2]}))
-    return st.one_of(wrong_value, wrong_value, unknown_key).map(_encode) | NOT_AN_OBJECT
+    broken = [wrong_value, wrong_value]
+    if objects:  # a JSON-patch body ([] of operations) may have no object to add a key to
+        broken.append(st.tuples(st.sampled_from(objects), UNKNOWN_KEYS, BAD_VALUES).map(
+            lambda drawn: _replaced(body, drawn[0],
+                                    {**_at(body, drawn[0]), drawn[1]: drawn[2]})))
+    return st.one_of(*broken).map(_encode) | NOT_AN_OBJECT
 
 
 UNKNOWN_KEYS = st.sampled_from(["x", "id", "project_id", "tenant_id", "is_admin", "\u0000",

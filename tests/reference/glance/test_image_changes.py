@@ -113,6 +113,17 @@ def test_patch_needs_the_json_patch_media_type(clients, bodies):
     assert response.status_code == 415
 
 
+def test_a_patch_nested_past_any_sense_is_a_400_not_a_500(clients, bodies):
+    """Found by the body fuzzer: json.loads raised RecursionError, which the PATCH
+    reader did not catch."""
+    image = new_image(clients["demo"], bodies)
+    for raw in ("[" * 5000 + "]" * 5000, '{"a":' * 5000 + "1" + "}" * 5000):
+        response = clients["demo"].patch(f"/v2/images/{image['id']}", content=raw,
+                                         headers={"Content-Type": PATCH})
+        assert response.status_code == 400, response.text
+        assert "Malformed request body" in response.text
+
+
 def test_formats_change_only_while_queued(clients, bodies):
     demo = clients["demo"]
     image = new_image(demo, bodies)

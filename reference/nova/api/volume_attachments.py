@@ -1,4 +1,4 @@
-"""``os-volume_attachments`` (``nova/api/openstack/compute/volumes.py``): a server's volumes.
+"""``os-volume_attachments`` (``compute/volume_attachments.py``): a server's volumes.
 
     GET    /v2.1/servers/{id}/os-volume_attachments              list (limit, offset)
     GET    /v2.1/servers/{id}/os-volume_attachments/{volume_id}  show
@@ -31,7 +31,7 @@ from novalab.reference.nova.compute.api import API as ComputeAPI
 from novalab.tracing import attributes as attr
 from novalab.tracing.spans import upstream
 
-_VOLUMES = "nova/api/openstack/compute/volumes.py"
+_VOLUMES = "nova/api/openstack/compute/volume_attachments.py"
 POLICY_ROOT = "os_compute_api:os-volumes-attachments:%s"
 MAX_LIMIT = 1000  # CONF.api.max_limit
 

@@ -730,7 +730,8 @@ class API(CellsV2Mixin):
             raise exception.Invalid(f"The supplied device path ({device}) is invalid.")
         return self._attach_volume(context, instance, volume_id)
 
-    @upstream(_API, "API._attach_volume")
+    # Linked at victoria-eol: later releases folded it into attach_volume.
+    @upstream(_API, "API._attach_volume", ref="victoria-eol")
     def _attach_volume(self, context, instance: dict, volume_id: str) -> str:
         volume = self.volume_api.get(context, volume_id)  # VolumeNotFound: a 404
         bdms = db_api.block_device_mapping_get_all_by_instance(self.db, instance["uuid"])

@@ -66,9 +66,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("tags")
-    with op.batch_alter_table("flavor_extra_specs") as batch:
-        batch.drop_index(batch.f("ix_flavor_extra_specs_flavor_id"))
-    op.drop_table("flavor_extra_specs")
+    op.drop_table("flavor_extra_specs")  # its indexes go with it (MariaDB: see 0012)
     with op.batch_alter_table("instances") as batch:
         for column in reversed(_columns()):
             batch.drop_column(column.name)

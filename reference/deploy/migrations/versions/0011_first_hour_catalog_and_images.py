@@ -48,6 +48,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     with op.batch_alter_table("glance_images") as batch:
         batch.drop_column("os_hidden")
-    op.drop_index("ix_glance_image_tags_image_id", table_name="glance_image_tags")
-    op.drop_table("glance_image_tags")
+    op.drop_table("glance_image_tags")  # its indexes go with it (MariaDB: see 0012)
     op.drop_table("keystone_regions")

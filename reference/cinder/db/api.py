@@ -84,23 +84,28 @@ def volume_get_all(db: Database, context: RequestContext, *, all_projects: bool 
                    filters: dict | None = None, limit: int | None = None,
                    marker: str | None = None) -> list[dict]:
     """Live volumes, newest first (upstream's default sort: created_at, id descending)."""
-    query = select(Volume).where(Volume.deleted.is_(False))
+    with db.session() as session:
+        rows = _live_page(session, Volume, context, all_projects, filters, limit, marker)
+        return [_volume_dict(session, row) for row in rows]
+
+
+def _live_page(session, model, context: RequestContext, all_projects: bool,
+               filters: dict | None, limit: int | None, marker: str | None) -> list:
+    """One page of ``model``'s live rows the caller may see, filtered, newest first
+    (created_at, id descending), after ``marker`` and at most ``limit`` long."""
+    query = select(model).where(model.deleted.is_(False))
     if not (all_projects and context.is_admin):
-        query = query.where(Volume.project_id == context.project_id)
+        query = query.where(model.project_id == context.project_id)
     for key, value in (filters or {}).items():
         column = "display_name" if key == "name" else key
-        query = query.where(getattr(Volume, column) == value)
-    query = query.order_by(Volume.created_at.desc(), Volume.id.desc())
-    with db.session() as session:
-        rows = list(session.scalars(query))
-        if marker is not None:
-            ids = [row.id for row in rows]
-            if marker not in ids:
-                raise exception.InvalidInput(reason=f"marker [{marker}] not found")
-            rows = rows[ids.index(marker) + 1:]
-        if limit is not None:
-            rows = rows[:limit]
-        return [_volume_dict(session, row) for row in rows]
+        query = query.where(getattr(model, column) == value)
+    rows = list(session.scalars(query.order_by(model.created_at.desc(), model.id.desc())))
+    if marker is not None:
+        ids = [row.id for row in rows]
+        if marker not in ids:
+            raise exception.InvalidInput(reason=f"marker [{marker}] not found")
+        rows = rows[ids.index(marker) + 1:]
+    return rows if limit is None else rows[:limit]
 
 
 def volume_update(db: Database, volume_id: str, values: dict) -> dict:
@@ -372,22 +377,8 @@ def snapshot_get_all(db: Database, context: RequestContext, *, all_projects: boo
                      filters: dict | None = None, limit: int | None = None,
                      marker: str | None = None) -> list[dict]:
     """Live snapshots, newest first (created_at, id descending, as upstream sorts)."""
-    query = select(Snapshot).where(Snapshot.deleted.is_(False))
-    if not (all_projects and context.is_admin):
-        query = query.where(Snapshot.project_id == context.project_id)
-    for key, value in (filters or {}).items():
-        column = "display_name" if key == "name" else key
-        query = query.where(getattr(Snapshot, column) == value)
-    query = query.order_by(Snapshot.created_at.desc(), Snapshot.id.desc())
     with db.session() as session:
-        rows = list(session.scalars(query))
-        if marker is not None:
-            ids = [row.id for row in rows]
-            if marker not in ids:
-                raise exception.InvalidInput(reason=f"marker [{marker}] not found")
-            rows = rows[ids.index(marker) + 1:]
-        if limit is not None:
-            rows = rows[:limit]
+        rows = _live_page(session, Snapshot, context, all_projects, filters, limit, marker)
         return [_snapshot_dict(row) for row in rows]
 
 

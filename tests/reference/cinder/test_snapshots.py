@@ -203,3 +203,22 @@ def test_a_backend_failure_is_error_with_a_message(env, demo, monkeypatch):
     assert demo.request("DELETE", f"/snapshots/{created['id']}").status_code == 202
     wait_snapshot_gone(demo, created["id"])
     demo.request("DELETE", f"/volumes/{volume['id']}")
+
+
+def test_the_list_pages_newest_first_with_limit_and_marker(env, demo):
+    volume = demo.wait_volume(demo.create_volume(name="paged")["id"])
+    made = []
+    for index in range(3):
+        response = create_snapshot(demo, volume["id"], name=f"page-{index}")
+        assert response.status_code == 202, response.text
+        made.append(wait_snapshot(demo, response.json()["snapshot"]["id"])["id"])
+    mine = [s["id"] for s in demo.request("GET", "/snapshots").json()["snapshots"]
+            if s["id"] in made]
+    assert mine == made[::-1]  # newest first
+    page = demo.request("GET", f"/snapshots?limit=1&marker={made[2]}").json()["snapshots"]
+    assert [s["id"] for s in page] == [made[1]]
+    missing = demo.request("GET", f"/snapshots?marker={uuid.uuid4()}")
+    assert missing.status_code == 400
+    for snapshot_id in made:
+        demo.request("DELETE", f"/snapshots/{snapshot_id}")
+        wait_snapshot_gone(demo, snapshot_id)

@@ -342,13 +342,8 @@ class API(CellsV2Mixin):
                 set_instance_attributes(span, instance)
                 span.set_attribute(attr.NOVA_INSTANCE_DISPLAY_NAME, name)
                 for mapping in block_device_mapping:
-                    row = dict(mapping, instance_uuid=instance["uuid"])
-                    if mapping["source_type"] == "volume":
-                        # Reserve the volume for this instance (an attachment with no
-                        # connector yet), as Nova does before answering 202.
-                        row["attachment_id"] = self.volume_api.attachment_create(
-                            context, mapping["volume_id"], instance["uuid"])["id"]
-                    db_api.block_device_mapping_create(self.db, row)
+                    db_api.block_device_mapping_create(
+                        self.db, self._reserved_mapping(context, mapping, instance))
         except Exception:
             # As upstream: what this request wrote goes, or it would stay BUILD for good.
             self._destroy_unscheduled(context, instances)
@@ -371,14 +366,8 @@ class API(CellsV2Mixin):
         mappings: list[list[dict]] = []
         try:
             for instance in values:
-                rows = []
-                for mapping in block_device_mapping:
-                    row = dict(mapping, instance_uuid=instance["uuid"])
-                    if mapping["source_type"] == "volume":
-                        row["attachment_id"] = self.volume_api.attachment_create(
-                            context, mapping["volume_id"], instance["uuid"])["id"]
-                    rows.append(row)
-                mappings.append(rows)
+                mappings.append([self._reserved_mapping(context, mapping, instance)
+                                 for mapping in block_device_mapping])
         except Exception:
             for rows in mappings:
                 for row in rows:
@@ -391,6 +380,15 @@ class API(CellsV2Mixin):
             set_instance_attributes(span, instance)
             span.set_attribute(attr.NOVA_INSTANCE_DISPLAY_NAME, instance["display_name"])
         return instances
+
+    def _reserved_mapping(self, context, mapping: dict, instance: dict) -> dict:
+        """The instance's row of ``mapping``; an existing volume is reserved for it (an
+        attachment with no connector yet), as Nova does before answering 202."""
+        row = dict(mapping, instance_uuid=instance["uuid"])
+        if mapping["source_type"] == "volume":
+            row["attachment_id"] = self.volume_api.attachment_create(
+                context, mapping["volume_id"], instance["uuid"])["id"]
+        return row
 
     @staticmethod
     def _instance_values(context, flavor: dict, image: dict, name: str, *, metadata,

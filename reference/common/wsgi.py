@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from flask import Flask, g, jsonify, request
 from opentelemetry import trace
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 from werkzeug.serving import make_server
 
 from novalab.reference.common import exception
@@ -36,6 +36,15 @@ COMPUTE_REQUEST_ID_HEADER = "X-Compute-Request-Id"
 
 # oslo.middleware's sizelimit default (``[oslo_middleware] max_request_body_size``).
 MAX_REQUEST_BODY_BYTES = 114688
+
+# What every refusal of a left-out feature ends with: the gap, and where it is listed.
+LEFT_OUT = "novalab does not implement it (see README.md, \"Left out, on purpose\")"
+
+# webob's explanations, which the routers of Nova, Cinder, Glance and Keystone answer
+# for a path no route matches (``webob.exc.HTTPNotFound()``) or a method the matched
+# resource has no handler for (``HTTPMethodNotAllowed``).
+NOT_FOUND = "The resource could not be found."
+METHOD_NOT_ALLOWED = "The method %s is not allowed for this resource."
 
 # Nova's fault names (nova/api/openstack/wsgi.py, Fault._fault_names).
 FAULT_NAMES = {
@@ -64,7 +73,9 @@ def nova_fault(code: int, message: str):
 def keystone_fault(code: int, message: str, title: str | None = None):
     """Keystone's (and keystonemiddleware's) error body."""
     titles = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-              409: "Conflict"}
+              405: "Method Not Allowed", 409: "Conflict", 413: "Request Entity Too Large",
+              415: "Unsupported Media Type", 501: "Not Implemented",
+              503: "Service Unavailable"}
     response = jsonify({"error": {"code": code, "message": message,
                                   "title": title or titles.get(code, "Internal Server Error")}})
     response.status_code = code
@@ -125,12 +136,34 @@ def install_body_size_limit(app: Flask, max_bytes: int = MAX_REQUEST_BODY_BYTES)
         request.max_content_length = max_bytes
 
 
+def routing_message(exc: HTTPException, left_out: tuple[tuple[str, str], ...] = ()) -> str | None:
+    """What a router says when no route takes the request, or None for any other error.
+
+    Flask's own text ("The requested URL was not found on the server") reads as if
+    the server were missing; OpenStack's routers answer webob's explanation in the
+    service's fault body. A path that is a real OpenStack resource novalab leaves out
+    (``left_out``: ``(regex on the path, what it is)``) says so and where it is listed.
+    """
+    if request.url_rule is not None and not isinstance(exc, MethodNotAllowed):
+        return None  # raised by a handler: its own message
+    if isinstance(exc, MethodNotAllowed):
+        return METHOD_NOT_ALLOWED % request.method
+    if not isinstance(exc, NotFound):
+        return None
+    for pattern, what in left_out:
+        if re.search(pattern, request.path):
+            return f"{NOT_FOUND} {what}: {LEFT_OUT}."
+    return NOT_FOUND
+
+
 def install_common_handlers(app: Flask, fault=nova_fault,
                             request_id_headers: tuple[str, ...] = (REQUEST_ID_HEADER,),
                             new_request_id: Callable[[], str] = generate_request_id,
-                            max_body_bytes: int = MAX_REQUEST_BODY_BYTES) -> None:
+                            max_body_bytes: int = MAX_REQUEST_BODY_BYTES,
+                            left_out: tuple[tuple[str, str], ...] = ()) -> None:
     """Request ids on every response, JSON bodies bounded, every error rendered as
-    ``fault(code, message)``."""
+    ``fault(code, message)``; an unknown path or method answered as the service's
+    router does (:func:`routing_message`), naming ``left_out`` resources as such."""
     install_request_id(app, request_id_headers, new_request_id)
     install_body_size_limit(app, max_body_bytes)
 
@@ -142,7 +175,11 @@ def install_common_handlers(app: Flask, fault=nova_fault,
 
     @app.errorhandler(HTTPException)
     def _http_error(exc):
-        return fault(exc.code or 500, exc.description or exc.name)
+        message = routing_message(exc, left_out)
+        response = fault(exc.code or 500, message or exc.description or exc.name)
+        if isinstance(exc, MethodNotAllowed) and exc.valid_methods:
+            response.headers["Allow"] = ", ".join(exc.valid_methods)
+        return response
 
     @app.errorhandler(Exception)
     def _unexpected(exc):

@@ -19,9 +19,9 @@ from __future__ import annotations
 from flask import Flask
 
 from novalab.reference.common import exception, validation
-from novalab.reference.common.wsgi import json_body
+from novalab.reference.common.wsgi import LEFT_OUT, json_body
 
-LEFT_OUT = "novalab does not implement it (see README.md, \"Left out, on purpose\")"
+__all__ = ["LEFT_OUT", "action", "register"]
 
 
 def action(name: str, body_schema: dict):

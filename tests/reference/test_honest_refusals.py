@@ -1,0 +1,112 @@
+"""Honest refusals across the services (issue 12, item 3): what a client gets for a
+path no route takes, a method a resource does not have, or a resource novalab leaves out.
+
+Each service answers in its own fault body (Nova's ``{"itemNotFound": ...}``,
+Neutron's ``{"NeutronError": ...}``, Keystone's and Glance's ``{"error": ...}``,
+Placement's ``{"errors": [...]}``) with webob's "The resource could not be found.",
+never Flask's "The requested URL was not found on the server", which reads the same
+as "no such server". A real OpenStack resource that novalab leaves out says so and
+points at README.md's "Left out, on purpose".
+"""
+
+from __future__ import annotations
+
+import pytest
+
+FLASK_404 = "The requested URL was not found on the server"
+
+
+@pytest.fixture(scope="module")
+def modern_cloud(tmp_path_factory):
+    """The modern topology: placement has its own API there."""
+    from tests.conftest import make_cloud
+
+    with make_cloud(tmp_path_factory.mktemp("modern"), topology="modern") as running:
+        yield running
+    running.telemetry.shutdown()
+
+
+@pytest.fixture
+def demo(modern_cloud, login):
+    return login(modern_cloud, "demo")
+
+
+def fault_message(body: dict) -> str:
+    """The message of any service's fault body."""
+    if "errors" in body:                      # placement
+        return body["errors"][0]["detail"]
+    if "NeutronError" in body:
+        return body["NeutronError"]["message"]
+    (inner,) = body.values()                  # nova / cinder ({name: ...}), keystone / glance
+    return inner["message"]
+
+
+@pytest.mark.parametrize("service, path, shape", [
+    ("compute", "/nosuch", "itemNotFound"),
+    ("compute", "/servers/x/nosuch", "itemNotFound"),
+    ("volumev3", "/nosuch", "itemNotFound"),
+    ("image", "/v2/nosuch", "error"),
+    ("network", "/v2.0/nosuch", "NeutronError"),
+    ("identity", "/nosuch", "error"),
+    ("placement", "/nosuch", "errors"),
+])
+def test_an_unknown_path_is_a_404_in_the_services_own_fault_body(
+        modern_cloud, demo, service, path, shape):
+    base = modern_cloud.urls["placement"] if service == "placement" \
+        else demo.client.endpoint(service)
+    response = demo.request("GET", base + path)
+    assert response.status_code == 404
+    body = response.json()
+    assert list(body) == [shape]
+    message = fault_message(body)
+    assert FLASK_404 not in message
+    assert "The resource could not be found." in message
+    if shape == "itemNotFound":
+        assert body[shape]["code"] == 404
+    if shape == "error":
+        assert body[shape]["title"] == "Not Found"
+
+
+@pytest.mark.parametrize("service, path, named", [
+    ("compute", "/os-aggregates", "Host aggregates"),
+    ("compute", "/os-server-groups/x", "Server groups"),
+    ("compute", "/os-migrations", "Migrations"),
+    ("compute", "/servers/x/migrations", "Migrations"),
+    ("compute", "/servers/x/os-interface", "Port interfaces"),
+    ("volumev3", "/backups/detail", "Volume backups"),
+    ("network", "/v2.0/routers", "routers"),
+    ("network", "/v2.0/floatingips", "floatingips"),
+])
+def test_a_left_out_resource_says_novalab_does_not_implement_it(demo, service, path, named):
+    response = demo.request("GET", demo.client.endpoint(service) + path)
+    assert response.status_code == 404
+    message = fault_message(response.json())
+    assert named in message
+    assert "Left out, on purpose" in message and "README.md" in message
+
+
+def test_a_wrong_method_is_a_405_in_novas_fault_body(demo):
+    response = demo.request("PATCH", f"{demo.compute}/servers")
+    assert response.status_code == 405
+    assert response.json() == {"badMethod": {
+        "code": 405, "message": "The method PATCH is not allowed for this resource."}}
+    assert set(response.headers["Allow"].replace(" ", "").split(",")) >= {"GET", "POST"}
+
+
+def test_a_wrong_method_is_a_405_in_keystones_and_neutrons_bodies(demo):
+    response = demo.request("PATCH", demo.client.endpoint("identity") + "/auth/tokens")
+    assert response.status_code == 405
+    assert response.json()["error"]["title"] == "Method Not Allowed"
+    response = demo.request("PATCH", demo.client.endpoint("network") + "/v2.0/networks")
+    assert response.status_code == 405
+    assert response.json()["NeutronError"]["type"] == "HTTPMethodNotAllowed"
+
+
+def test_glance_answers_a_415_with_its_own_title(modern_cloud, demo):
+    image = demo.request("POST", f"{demo.image}/v2/images",
+                         json={"name": "x", "disk_format": "raw",
+                               "container_format": "bare"}).json()
+    response = demo.request("PUT", f"{demo.image}/v2/images/{image['id']}/file",
+                            content=b"data", headers={"Content-Type": "text/plain"})
+    assert response.status_code == 415
+    assert response.json()["error"]["title"] == "Unsupported Media Type"

@@ -68,7 +68,6 @@ def test_an_unknown_path_is_a_404_in_the_services_own_fault_body(
 
 
 @pytest.mark.parametrize("service, path, named", [
-    ("compute", "/os-aggregates", "Host aggregates"),
     ("compute", "/os-server-groups/x", "Server groups"),
     ("compute", "/os-migrations", "Migrations"),
     ("compute", "/servers/x/migrations", "Migrations"),

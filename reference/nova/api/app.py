@@ -31,7 +31,6 @@ from novalab.tracing.http import instrument_flask
 # Compute API resources that upstream has and novalab leaves out: a request for one
 # answers 404 naming the gap instead of a bare "could not be found" (common/wsgi.py).
 LEFT_OUT_PATHS = (
-    (r"^/v2\.1/os-aggregates(/|$)", "Host aggregates (os-aggregates)"),
     (r"^/v2\.1/os-server-groups(/|$)", "Server groups (os-server-groups)"),
     (r"^/v2\.1/(os-migrations|servers/[^/]+/migrations)(/|$)",
      "Migrations (os-migrations, servers/{id}/migrations)"),

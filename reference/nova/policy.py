@@ -50,6 +50,8 @@ RULES = {
     "os_compute_api:os-lock-server:unlock": policy.PROJECT_MEMBER_OR_ADMIN,
     "os_compute_api:os-lock-server:unlock:unlock_override": policy.ADMIN,
     "os_compute_api:os-console-output": policy.PROJECT_MEMBER_OR_ADMIN,
+    # nova/policies/remote_consoles.py: console URLs (refused: no console proxy).
+    "os_compute_api:os-remote-consoles": policy.PROJECT_MEMBER_OR_ADMIN,
     # nova/policies/instance_actions.py: the server's project reads its actions and
     # their events; the events' tracebacks are for admins.
     "os_compute_api:os-instance-actions:list": policy.PROJECT_READER_OR_ADMIN,

@@ -109,3 +109,98 @@ def test_glance_answers_a_415_with_its_own_title(modern_cloud, demo):
                             content=b"data", headers={"Content-Type": "text/plain"})
     assert response.status_code == 415
     assert response.json()["error"]["title"] == "Unsupported Media Type"
+
+
+@pytest.fixture(scope="module")
+def server(modern_cloud):
+    """One ACTIVE server of demo's."""
+    from tests.conftest import Session
+    from tests.reference.nova.test_shelve import boot
+
+    session = Session(modern_cloud, "demo", "demo")
+    try:
+        yield boot(session, modern_cloud, "refusals")
+    finally:
+        session.close()
+
+
+def action(session, server_id, body, version=None):
+    headers = {"OpenStack-API-Version": f"compute {version}"} if version else {}
+    return session.request("POST", f"{session.compute}/servers/{server_id}/action",
+                           json=body, headers=headers)
+
+
+def remote_console(session, server_id, protocol, console_type, version="2.6"):
+    return session.request("POST", f"{session.compute}/servers/{server_id}/remote-consoles",
+                           json={"remote_console": {"protocol": protocol, "type": console_type}},
+                           headers={"OpenStack-API-Version": f"compute {version}"})
+
+
+@pytest.mark.parametrize("body, console_type", [
+    ({"os-getVNCConsole": {"type": "novnc"}}, "novnc"),
+    ({"os-getSPICEConsole": {"type": "spice-html5"}}, "spice-html5"),
+    ({"os-getSerialConsole": {"type": "serial"}}, "serial"),
+])
+def test_console_url_actions_are_nova_400s_for_a_disabled_console(demo, server, body,
+                                                                  console_type):
+    """Nova with the console proxy disabled: ``ConsoleTypeUnavailable`` -> 400."""
+    response = action(demo, server["id"], body)
+    assert response.status_code == 400
+    message = response.json()["badRequest"]["message"]
+    assert message.startswith(f"Unavailable console type {console_type}.")
+    assert "Left out, on purpose" in message
+    # Removed from 2.6 on: the action is not there (a bare 404).
+    response = action(demo, server["id"], body, version="2.6")
+    assert response.status_code == 404
+    assert response.json() == {"itemNotFound": {
+        "code": 404, "message": "The resource could not be found."}}
+
+
+def test_console_url_bodies_are_checked_and_others_servers_hidden(modern_cloud, demo, server,
+                                                                  login):
+    response = action(demo, server["id"], {"os-getVNCConsole": {"type": "spice"}})
+    assert response.status_code == 400
+    assert "Invalid input" in response.json()["badRequest"]["message"]
+    other = login(modern_cloud, "alt_demo")
+    assert action(other, server["id"], {"os-getVNCConsole": {"type": "novnc"}}
+                  ).status_code == 404
+    assert remote_console(other, server["id"], "vnc", "novnc").status_code == 404
+    reader = login(modern_cloud, "reader", "demo")
+    assert remote_console(reader, server["id"], "vnc", "novnc").status_code == 403
+
+
+@pytest.mark.parametrize("protocol, console_type", [
+    ("vnc", "novnc"), ("spice", "spice-html5"), ("serial", "serial"), ("rdp", "rdp-html5"),
+])
+def test_remote_consoles_are_nova_400s_for_a_disabled_console(demo, server, protocol,
+                                                              console_type):
+    response = remote_console(demo, server["id"], protocol, console_type)
+    assert response.status_code == 400
+    message = response.json()["badRequest"]["message"]
+    shown = "rdp" if protocol == "rdp" else console_type
+    assert message.startswith(f"Unavailable console type {shown}.")
+    assert "README.md" in message
+
+
+def test_remote_consoles_are_not_there_below_2_6_and_mks_not_below_2_8(demo, server):
+    assert remote_console(demo, server["id"], "vnc", "novnc", version="2.5").status_code == 404
+    assert remote_console(demo, server["id"], "mks", "webmks").status_code == 400
+    response = remote_console(demo, server["id"], "mks", "webmks", version="2.8")
+    assert response.status_code == 400
+    assert "Unavailable console type webmks." in response.json()["badRequest"]["message"]
+
+
+@pytest.mark.parametrize("body", [
+    {"resize": {"flavorRef": "1"}},
+    {"rebuild": {"imageRef": "x"}},
+    {"migrate": None},
+])
+def test_left_out_actions_answer_novas_fault_body(demo, server, body):
+    response = action(demo, server["id"], body)
+    assert response.status_code == 400
+    (name,) = body
+    assert list(response.json()) == ["badRequest"]
+    fault = response.json()["badRequest"]
+    assert fault["code"] == 400
+    assert fault["message"].startswith(f"There is no such action: {name}.")
+    assert "Left out, on purpose" in fault["message"]

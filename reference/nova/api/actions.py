@@ -19,17 +19,21 @@ from __future__ import annotations
 from flask import Flask
 
 from novalab.reference.common import exception, validation
-from novalab.reference.common.wsgi import LEFT_OUT, json_body
+from novalab.reference.common.wsgi import LEFT_OUT, NOT_FOUND, json_body
+from novalab.reference.nova.api import versions
 
 __all__ = ["LEFT_OUT", "action", "register"]
 
 
-def action(name: str, body_schema: dict):
-    """Mark a controller method as the action ``name``, its body checked by ``body_schema``."""
+def action(name: str, body_schema: dict, min_version: str = "2.1",
+           max_version: str | None = None):
+    """Mark a controller method as the action ``name``, its body checked by ``body_schema``,
+    there for microversions ``min_version`` to ``max_version`` (``@wsgi.api_version``)."""
 
     def decorate(method):
         method.wsgi_action = name
         method.action_schema = body_schema
+        method.action_versions = (min_version, max_version)
         return method
 
     return decorate
@@ -77,6 +81,10 @@ class ActionResource:
             raise exception.ValidationError(
                 detail=f"There is no such action: {name[:64]}. {LEFT_OUT}.")
         method, validator = self.actions[name]
+        if not versions.is_supported(*method.action_versions):
+            # VersionNotFoundForAPIMethod: a bare 404, "as if the method is simply not
+            # implemented" (upstream's words).
+            raise exception.NotFound(NOT_FOUND)
         validation.validate(body, validator)
         return method(server_id, body)
 

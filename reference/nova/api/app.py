@@ -17,6 +17,7 @@ from novalab.reference.nova.api import (
     instance_actions,
     keypairs,
     quota_sets,
+    remote_consoles,
     server_actions,
     server_external_events,
     servers,
@@ -57,8 +58,10 @@ def create_app(db: Database, compute_api: ComputeAPI, auth: AuthProtocol, tracer
     servers_controller = servers.ServersController(db, compute_api, tracer)
     servers.register(app, servers_controller)
     # POST /servers/{id}/action: each controller's @action methods, by the body's key.
+    consoles = remote_consoles.RemoteConsolesController(compute_api, tracer)
     actions.register(app, servers_controller, shelve.ShelveController(compute_api, tracer),
-                     server_actions.ServerActionsController(compute_api, tracer))
+                     server_actions.ServerActionsController(compute_api, tracer), consoles)
+    remote_consoles.register(app, consoles)
     flavors.register(app, flavors.FlavorsController(db))
     instance_actions.register(app, instance_actions.InstanceActionsController(
         compute_api, InstanceActionAPI(db, tracer), tracer))

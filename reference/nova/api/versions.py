@@ -24,8 +24,8 @@ import functools
 
 from flask import Flask, g, jsonify, request
 
-from novalab.reference.common import validation
-from novalab.reference.common.wsgi import json_body, nova_fault
+from novalab.reference.common import exception, validation
+from novalab.reference.common.wsgi import NOT_FOUND, json_body, nova_fault
 
 MIN_VERSION = (2, 1)
 MAX_VERSION = (2, 61)
@@ -55,6 +55,22 @@ def is_supported(min_version: str, max_version: str | None = None) -> bool:
     if version < parse(min_version):
         return False
     return max_version is None or version <= parse(max_version)
+
+
+def min_version(first: str):
+    """``@wsgi.api_version(first)`` on a route: below ``first`` the method is not there,
+    a 404 with no word of why (``VersionNotFoundForAPIMethod`` -> ``HTTPNotFound()``)."""
+
+    def decorator(view):
+        @functools.wraps(view)
+        def checked(*args, **kwargs):
+            if not is_supported(first):
+                raise exception.NotFound(NOT_FOUND)
+            return view(*args, **kwargs)
+
+        return checked
+
+    return decorator
 
 
 def schemas(versioned):

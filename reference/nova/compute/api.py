@@ -366,8 +366,10 @@ class API(CellsV2Mixin):
         mappings: list[list[dict]] = []
         try:
             for instance in values:
-                mappings.append([self._reserved_mapping(context, mapping, instance)
-                                 for mapping in block_device_mapping])
+                rows: list[dict] = []
+                mappings.append(rows)   # before the first reservation: a failure on a
+                for mapping in block_device_mapping:   # later one still releases it
+                    rows.append(self._reserved_mapping(context, mapping, instance))
         except Exception:
             for rows in mappings:
                 for row in rows:

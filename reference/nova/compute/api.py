@@ -514,6 +514,7 @@ class API(CellsV2Mixin):
     # Delete ---------------------------------------------------------------------------
 
     @upstream(_API, "API.delete")
+    @check_instance_lock
     def delete(self, context: RequestContext, instance: dict) -> None:
         """Not yet (or no longer) on a host: delete here (``_local_delete``); else ask the
         host. A shelved server's snapshot goes first. In the modern topology a server
@@ -568,6 +569,7 @@ class API(CellsV2Mixin):
         return image_meta
 
     @upstream(_API, "API.shelve")
+    @check_instance_lock
     @check_instance_state(vm_state=[vm_states.ACTIVE, vm_states.STOPPED, vm_states.PAUSED,
                                     vm_states.SUSPENDED])
     def shelve(self, context: RequestContext, instance: dict,
@@ -597,6 +599,7 @@ class API(CellsV2Mixin):
                              image_meta["id"], clean_shutdown)
 
     @upstream(_API, "API.shelve_offload")
+    @check_instance_lock
     @check_instance_state(vm_state=[vm_states.SHELVED])
     def shelve_offload(self, context: RequestContext, instance: dict,
                        clean_shutdown: bool = True) -> None:
@@ -609,6 +612,7 @@ class API(CellsV2Mixin):
                              clean_shutdown)
 
     @upstream(_API, "API.unshelve")
+    @check_instance_lock
     @check_instance_state(vm_state=[vm_states.SHELVED, vm_states.SHELVED_OFFLOADED])
     def unshelve(self, context: RequestContext, instance: dict) -> None:
         """Through the conductor, which decides: back on its host, or scheduled again."""
@@ -722,6 +726,7 @@ class API(CellsV2Mixin):
         raise exception.Invalid("No free disk device names for prefix 'vd'")
 
     @upstream(_API, "API.attach_volume")
+    @check_instance_lock
     @check_instance_state(vm_state=[vm_states.ACTIVE, vm_states.PAUSED, vm_states.STOPPED])
     def attach_volume(self, context: RequestContext, instance: dict, volume_id: str,
                       device: str | None = None) -> str:
@@ -760,6 +765,7 @@ class API(CellsV2Mixin):
         return bdm["device_name"]
 
     @upstream(_API, "API.detach_volume")
+    @check_instance_lock
     @check_instance_state(vm_state=[vm_states.ACTIVE, vm_states.PAUSED, vm_states.STOPPED])
     def detach_volume(self, context: RequestContext, instance: dict, bdm: dict) -> None:
         """``_detach_volume``: Cinder marks the volume detaching, then the host detaches."""

@@ -221,6 +221,46 @@ def test_lock_refuses_non_admins_and_an_admins_lock_needs_an_admin(shared_cloud,
     assert seen["unlock"] == [("api_unlock", "Success")]
 
 
+def test_a_locked_server_refuses_every_guarded_action_to_non_admins(shared_cloud, login):
+    """Upstream's ``@check_instance_lock`` guards delete, shelve, shelve_offload,
+    unshelve and volume attach/detach as it guards the power actions."""
+    from tests.reference.nova.api.test_volume_attachments import (
+        attachments_url,
+        create_volume,
+        wait_volume,
+    )
+
+    demo, admin = login(shared_cloud), login(shared_cloud, "admin")
+    server_id = boot(demo, shared_cloud, "guarded")["id"]
+    attached, volume_id = create_volume(demo, "attached"), create_volume(demo, "guarded")
+    response = demo.request("POST", attachments_url(demo, server_id),
+                            json={"volumeAttachment": {"volumeId": attached}})
+    assert response.status_code == 200, response.text
+    wait_volume(demo, attached, "in-use")
+    accepted(demo, server_id, {"lock": None})
+    locked = f"Instance {server_id} is locked"
+    attempts = [
+        ("DELETE", f"{demo.compute}/servers/{server_id}", None),
+        ("POST", f"{demo.compute}/servers/{server_id}/action", {"shelve": None}),
+        ("POST", f"{demo.compute}/servers/{server_id}/action", {"unshelve": None}),
+        ("POST", attachments_url(demo, server_id), {"volumeAttachment": {"volumeId": volume_id}}),
+        ("DELETE", f"{attachments_url(demo, server_id)}/{attached}", None),
+    ]
+    for method, url, body in attempts:
+        response = demo.request(method, url, json=body) if body is not None \
+            else demo.request(method, url)
+        assert response.status_code == 409, (method, url, response.text)
+        assert response.json()["conflictingRequest"]["message"] == locked, (method, url)
+    assert show(demo, server_id)["status"] == "ACTIVE"
+    # An admin is not held back by the lock.
+    response = admin.request("POST", f"{admin.compute}/servers/{server_id}/action",
+                             json={"shelve": None})
+    assert response.status_code == 202, response.text
+    wait_server(demo, server_id, "SHELVED_OFFLOADED")
+    response = admin.request("DELETE", f"{admin.compute}/servers/{server_id}")
+    assert response.status_code == 204, response.text
+
+
 def console(session, server_id, length="absent"):
     body = {} if length == "absent" else {"length": length}
     return act(session, server_id, {"os-getConsoleOutput": body})

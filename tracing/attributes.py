@@ -120,6 +120,9 @@ NOVA_INSTANCE_UUIDS = "nova.instance.uuids"
 NOVA_VM_STATE = "nova.instance.vm_state"
 NOVA_TASK_STATE = "nova.instance.task_state"
 NOVA_POWER_STATE = "nova.instance.power_state"
+# The task state(s) a save required the row to hold (upstream's expected_task_state):
+# on the event Instance.save, beside the states it wrote.
+NOVA_EXPECTED_TASK_STATE = "nova.instance.expected_task_state"
 NOVA_HOST = "nova.host"
 NOVA_INSTANCE_DISPLAY_NAME = "nova.instance.display_name"  # the user's name for the server
 # Nova's instance actions (os-instance-actions): the action a request started.

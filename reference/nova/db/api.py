@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+from opentelemetry import trace
 from sqlalchemy import DateTime, and_, func, or_, select, update
 
 from novalab.reference.common import exception
@@ -28,6 +29,7 @@ from novalab.reference.nova.db.models import (
     Tag,
     utcnow,
 )
+from novalab.tracing import attributes as attr
 
 _UNSET = object()
 
@@ -147,7 +149,32 @@ def instance_update(db: Database, uuid: str, values: dict,
         if result.rowcount == 0:
             raise exception.UnexpectedTaskStateError(
                 instance_uuid=uuid, expected=expected_task_state, actual=row.task_state)
+        _record_save(values, expected_task_state)
         return to_dict(row)
+
+
+# The state machine's fields, as the event records them (None as "None", the way
+# `openstack server show` prints a task state that is no task).
+_STATES = (("vm_state", attr.NOVA_VM_STATE), ("task_state", attr.NOVA_TASK_STATE),
+           ("power_state", attr.NOVA_POWER_STATE))
+
+
+def _record_save(values: dict, expected_task_state) -> None:
+    """The event ``Instance.save`` on the current span when the save changed the state
+    machine: the states it wrote and the task state(s) it expected (upstream's
+    ``instance.save(expected_task_state=...)``), so a trace shows each transition."""
+    span = trace.get_current_span()
+    saved = {name: ("None" if values[key] is None else values[key])
+             for key, name in _STATES if key in values}
+    if not span.is_recording() or not saved:
+        return
+    if expected_task_state is not _UNSET:
+        expected = expected_task_state
+        if not isinstance(expected, (list, tuple, set)):
+            expected = [expected]
+        saved[attr.NOVA_EXPECTED_TASK_STATE] = ["None" if s is None else str(s)
+                                                for s in expected]
+    span.add_event("Instance.save", saved)
 
 
 def instance_destroy(db: Database, uuid: str) -> dict:

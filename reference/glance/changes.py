@@ -33,7 +33,7 @@ from sqlalchemy import select
 from novalab.reference.common import exception
 from novalab.reference.common.context import RequestContext
 from novalab.reference.glance import policy, schemas
-from novalab.reference.glance.core import READ_ONLY, image_view
+from novalab.reference.glance.core import CORE_FIELDS, READ_ONLY, image_view
 from novalab.reference.glance.models import Image, ImageProperty, ImageTag
 from novalab.tracing.spans import upstream
 
@@ -44,6 +44,9 @@ RESERVED = {"location", "deleted", "deleted_at"}
 BASE = {"name", "visibility", "protected", "os_hidden", "disk_format", "container_format",
         "min_ram", "min_disk", "tags", "owner"}
 QUEUED_ONLY = {"disk_format", "container_format"}
+# What an image document shows that is not a property: everything else is one, those
+# the image schema names (os_distro, hw_*...) too, stored as any other property.
+NOT_PROPERTIES = set(CORE_FIELDS) | READ_ONLY | {"tags"}
 IMAGES = "glance/api/v2/images.py"
 
 
@@ -143,7 +146,7 @@ class ImageChanges:
         except jsonschema.ValidationError as exc:
             raise exception.Invalid(f"Provided object does not match schema 'image': "
                                     f"{exc.message}") from exc
-        properties = [k for k in view if k not in schemas.IMAGE_SCHEMA["properties"]]
+        properties = [k for k in view if k not in NOT_PROPERTIES]
         if len(properties) > schemas.MAX_PROPERTIES:
             raise ImagePropertyLimitExceeded(limit=schemas.MAX_PROPERTIES)
         if len(view.get("tags") or []) > schemas.MAX_TAGS:
@@ -156,7 +159,7 @@ class ImageChanges:
         wanted = list(dict.fromkeys(view.get("tags") or []))
         if [t.value for t in image.tags] != wanted:
             image.tags = [ImageTag(value=t) for t in wanted]
-        extra = {k: v for k, v in view.items() if k not in schemas.IMAGE_SCHEMA["properties"]}
+        extra = {k: v for k, v in view.items() if k not in NOT_PROPERTIES}
         current = {p.name: p for p in image.properties}
         for name, prop in current.items():
             if name not in extra:

@@ -65,12 +65,15 @@ def test_image_set_changes_what_glance_lets_change(clients, bodies):
     response = patch(demo, image["id"], [
         {"op": "replace", "path": "/name", "value": "renamed"},
         {"op": "add", "path": "/hw_disk_bus", "value": "virtio"},
+        # A property the image schema names is stored as any other (openstacksdk's
+        # update_image(os_distro=...) sends this).
+        {"op": "add", "path": "/os_distro", "value": "cirros"},
         {"op": "replace", "path": "/min_ram", "value": 64},
         {"op": "replace", "path": "/tags", "value": ["a", "b", "a"]}])
     assert response.status_code == 200, response.text
     changed = kept(bodies, response)
-    assert (changed["name"], changed["hw_disk_bus"], changed["min_ram"], changed["tags"]) == \
-        ("renamed", "virtio", 64, ["a", "b"])
+    assert (changed["name"], changed["hw_disk_bus"], changed["min_ram"], changed["tags"],
+            changed["os_distro"]) == ("renamed", "virtio", 64, ["a", "b"], "cirros")
     again = kept(bodies, demo.get(f"/v2/images/{image['id']}"))
     assert again == changed
     # add on a property that is there replaces it (v2.1), remove drops it.

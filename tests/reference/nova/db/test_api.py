@@ -38,6 +38,35 @@ def test_update_with_expected_task_state(db):
     assert db_api.instance_get_by_uuid(db, inst["uuid"])["task_state"] is None
 
 
+
+def test_each_state_save_is_an_instance_save_event_on_the_current_span(db):
+    """What was written (None as "None") and what the save expected; a save that loses
+    its compare-and-swap, or writes no state, records nothing."""
+    from novalab.tracing.setup import Telemetry
+
+    inst = make_instance(db, vm_state="active", task_state=None, power_state=1)
+    telemetry = Telemetry(memory=True, otlp=False)
+    with telemetry.tracer("nova-conductor").start_as_current_span("instance_update"):
+        db_api.instance_update(db, inst["uuid"], {"task_state": "powering-off"},
+                               expected_task_state=[None])
+        db_api.instance_update(db, inst["uuid"], {"vm_state": "stopped", "power_state": 4,
+                                                  "task_state": None},
+                               expected_task_state="powering-off")
+        with pytest.raises(exception.UnexpectedTaskStateError):
+            db_api.instance_update(db, inst["uuid"], {"task_state": "pausing"},
+                                   expected_task_state="powering-on")
+        db_api.instance_update(db, inst["uuid"], {"display_name": "y"})
+        db_api.instance_update(db, inst["uuid"], {"vm_state": "error"})
+    (span,) = telemetry.finished_spans()
+    assert [e.name for e in span.events] == ["Instance.save"] * 3
+    assert [dict(e.attributes) for e in span.events] == [
+        {"nova.instance.task_state": "powering-off",
+         "nova.instance.expected_task_state": ("None",)},
+        {"nova.instance.vm_state": "stopped", "nova.instance.power_state": 4,
+         "nova.instance.task_state": "None",
+         "nova.instance.expected_task_state": ("powering-off",)},
+        {"nova.instance.vm_state": "error"}]
+
 def test_datetimes_from_rpc_strings(db):
     inst = make_instance(db)
     new = db_api.instance_update(db, inst["uuid"], {"launched_at": "2026-11-22T01:02:03.456789"})

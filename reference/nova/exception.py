@@ -51,6 +51,10 @@ class InstanceIsLocked(exception.Conflict):
     msg_fmt = "Instance %(instance_uuid)s is locked"
 
 
+class InstanceTagNotFound(exception.NotFound):
+    msg_fmt = "Instance %(instance_id)s has no tag '%(tag)s'"
+
+
 class ConsoleNotAvailable(exception.NotFound):
     msg_fmt = "Guest does not have a console available."
 

@@ -52,6 +52,13 @@ RULES = {
     "os_compute_api:os-console-output": policy.PROJECT_MEMBER_OR_ADMIN,
     # nova/policies/remote_consoles.py: console URLs (refused: no console proxy).
     "os_compute_api:os-remote-consoles": policy.PROJECT_MEMBER_OR_ADMIN,
+    # nova/policies/server_tags.py: the server's readers read its tags, members set them.
+    "os_compute_api:os-server-tags:index": policy.PROJECT_READER_OR_ADMIN,
+    "os_compute_api:os-server-tags:show": policy.PROJECT_READER_OR_ADMIN,
+    "os_compute_api:os-server-tags:update": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:os-server-tags:update_all": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:os-server-tags:delete": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:os-server-tags:delete_all": policy.PROJECT_MEMBER_OR_ADMIN,
     # nova/policies/instance_actions.py: the server's project reads its actions and
     # their events; the events' tracebacks are for admins.
     "os_compute_api:os-instance-actions:list": policy.PROJECT_READER_OR_ADMIN,

@@ -20,6 +20,7 @@ from novalab.reference.nova.api import (
     remote_consoles,
     server_actions,
     server_external_events,
+    server_tags,
     servers,
     shelve,
     versions,
@@ -62,6 +63,7 @@ def create_app(db: Database, compute_api: ComputeAPI, auth: AuthProtocol, tracer
     actions.register(app, servers_controller, shelve.ShelveController(compute_api, tracer),
                      server_actions.ServerActionsController(compute_api, tracer), consoles)
     remote_consoles.register(app, consoles)
+    server_tags.register(app, compute_api, tracer)
     flavors.register(app, flavors.FlavorsController(db))
     instance_actions.register(app, instance_actions.InstanceActionsController(
         compute_api, InstanceActionAPI(db, tracer), tracer))

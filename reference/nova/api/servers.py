@@ -26,7 +26,7 @@ from novalab.reference.common import exception, validation
 from novalab.reference.common.db import Database
 from novalab.reference.common.wsgi import json_body
 from novalab.reference.nova import policy
-from novalab.reference.nova.api import name_filter, versions, views
+from novalab.reference.nova.api import search_opts, versions, views
 from novalab.reference.nova.api.actions import (
     action,
     raise_http_conflict_for_instance_invalid_state,
@@ -236,14 +236,13 @@ class ServersController:
             policy.authorize(context, f"{action}:get_all_tenants")
         # common.get_limit_and_marker: no limit (or 0) is max_limit, and none is more.
         limit = min(int(query.get("limit") or 0) or MAX_LIMIT, MAX_LIMIT)
-        try:
-            name_match = name_filter.compile_filter(query["name"]) if "name" in query \
-                else None
-        except name_filter.UnsupportedPattern as exc:
-            raise exception.ValidationError(detail=str(exc)) from exc
+        match = search_opts.build(
+            request.args, is_admin=context.is_admin,
+            flavor_exists=self._flavor_exists, addresses=self._addresses)
+        if match is search_opts.NOTHING:
+            return jsonify({"servers": []})
         instances = self.compute_api.get_all(context, all_tenants=all_tenants, limit=limit,
-                                             marker=query.get("marker"),
-                                             name_match=name_match)
+                                             marker=query.get("marker"), match=match)
         if detail:
             servers = self._details(instances)
         else:
@@ -255,6 +254,20 @@ class ServersController:
             body["servers_links"] = [{"rel": "next", "href":
                                       f"{api_base()}/{path}?{urlencode(query)}"}]
         return jsonify(body)
+
+    def _flavor_exists(self, flavor_id: str) -> bool:
+        try:
+            db_api.flavor_get_by_flavor_id(self.db, flavor_id)
+        except exception.FlavorNotFound:
+            return False
+        return True
+
+    def _addresses(self, instance: dict, ip_version: int) -> list[str]:
+        """The server's fixed IPs of one version, from its network info cache."""
+        caches = db_api.instance_info_cache_get_by_instances(self.db, [instance["uuid"]])
+        return [ip["address"] for vif in caches.get(instance["uuid"]) or []
+                for subnet in (vif.get("network") or {}).get("subnets", [])
+                for ip in subnet.get("ips", []) if ip.get("version", 4) == ip_version]
 
     @upstream(_SERVERS, "ServersController.index")
     def index(self):

@@ -463,13 +463,15 @@ class API(CellsV2Mixin):
     @upstream(_API, "API.get_all")
     def get_all(self, context: RequestContext, *, all_tenants: bool = False,
                 limit: int | None = None, marker: str | None = None,
-                name_match=None) -> list[dict]:
+                name_match=None, match=None) -> list[dict]:
+        """The caller's servers (everyone's with ``all_tenants``), those ``match``
+        (a predicate, ``api/search_opts.py``) accepts, a page of them."""
         project_id = None if all_tenants else context.project_id
         if self.cells is not None:
             return self._get_all_in_cells(project_id, limit=limit, marker=marker,
-                                          name_match=name_match)
+                                          name_match=name_match, match=match)
         return db_api.instance_get_all(self.db, project_id=project_id, limit=limit,
-                                       marker=marker, name_match=name_match)
+                                       marker=marker, name_match=name_match, match=match)
 
     def faults_for(self, instances: list[dict]) -> dict[str, dict]:
         uuids = [i["uuid"] for i in instances if i["vm_state"] == vm_states.ERROR]

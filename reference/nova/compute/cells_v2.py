@@ -104,20 +104,21 @@ class CellsV2Mixin:
         raise exception.InstanceNotFound(instance_id=instance_uuid)
 
     def _get_all_in_cells(self, project_id: str | None, *, limit, marker,
-                          name_match) -> list[dict]:
+                          name_match, match=None) -> list[dict]:
         """Every cell's instances and the build requests, newest first (upstream
         sorts across cells in ``multi_cell_list``); an instance seen both as a build
         request and in its cell (the conductor between two writes) counts once."""
         found: dict[str, dict] = {}
         for _cell, db in self.cells.all_cells():
             for instance in db_api.instance_get_all(db, project_id=project_id,
-                                                    name_match=name_match):
+                                                    name_match=name_match, match=match):
                 found[instance["uuid"]] = instance
         for build_request in api_db.build_request_get_all(self.db, project_id):
             instance = instance_from_build_request(build_request)
             if instance["uuid"] in found:
                 continue
-            if name_match is None or name_match(instance["display_name"] or ""):
+            if (name_match is None or name_match(instance["display_name"] or "")) and \
+                    (match is None or match(instance)):
                 found[instance["uuid"]] = instance
         instances = sorted(found.values(), key=lambda i: (i["created_at"] or datetime.min,
                                                           i["id"] or 0), reverse=True)

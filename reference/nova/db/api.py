@@ -89,11 +89,12 @@ def instance_get_by_uuid(db: Database, uuid: str, read_deleted: str = "no") -> d
 
 def instance_get_all(db: Database, *, project_id: str | None = None, limit: int | None = None,
                      marker: str | None = None, name_match=None,
-                     host: str | None = None) -> list[dict]:
+                     host: str | None = None, match=None) -> list[dict]:
     """Live instances, newest first, optionally one project's (``None`` means all).
 
     ``name_match`` is a predicate on the display name (``api/name_filter.py``: a
-    pattern matched without backtracking, never a raw ``re`` a client wrote).
+    pattern matched without backtracking, never a raw ``re`` a client wrote);
+    ``match`` one on the whole instance (``api/search_opts.py``: the list filters).
     """
     query = select(Instance).where(Instance.deleted == 0)
     if project_id is not None:
@@ -105,14 +106,17 @@ def instance_get_all(db: Database, *, project_id: str | None = None, limit: int 
         rows = list(session.scalars(query))
     if name_match is not None:
         rows = [r for r in rows if name_match(r.display_name or "")]
+    instances = [to_dict(r) for r in rows]
+    if match is not None:
+        instances = [i for i in instances if match(i)]
     if marker is not None:
-        ids = [r.uuid for r in rows]
+        ids = [i["uuid"] for i in instances]
         if marker not in ids:
             raise exception.Invalid(f"marker [{marker}] not found")
-        rows = rows[ids.index(marker) + 1:]
+        instances = instances[ids.index(marker) + 1:]
     if limit is not None:
-        rows = rows[:limit]
-    return [to_dict(r) for r in rows]
+        instances = instances[:limit]
+    return instances
 
 
 def instance_update(db: Database, uuid: str, values: dict,
@@ -492,3 +496,43 @@ def action_events_get(db: Database, action_id: int) -> list[dict]:
              .order_by(InstanceActionEvent.created_at.desc(), InstanceActionEvent.id.desc()))
     with db.session() as session:
         return [to_dict(r) for r in session.scalars(query)]
+
+
+# Tags (``instance_tag_*``): a server's tags, each a row of ``tags`` ------------------------
+
+def instance_tag_get_by_instance_uuid(db: Database, instance_uuid: str) -> list[str]:
+    query = select(Tag.tag).where(Tag.resource_id == instance_uuid).order_by(Tag.tag)
+    with db.session() as session:
+        return list(session.scalars(query))
+
+
+def instance_tag_set(db: Database, instance_uuid: str, tags: list[str]) -> list[str]:
+    """Replace the instance's tags with ``tags`` (only the difference is written)."""
+    wanted = set(tags)
+    with db.session() as session:
+        existing = set(session.scalars(select(Tag.tag).where(Tag.resource_id == instance_uuid)))
+        if existing - wanted:
+            session.execute(Tag.__table__.delete().where(
+                Tag.resource_id == instance_uuid, Tag.tag.in_(existing - wanted)))
+        session.add_all([Tag(resource_id=instance_uuid, tag=tag)
+                         for tag in sorted(wanted - existing)])
+    return sorted(wanted)
+
+
+def instance_tag_add(db: Database, instance_uuid: str, tag: str) -> None:
+    with db.session() as session:
+        if session.get(Tag, (instance_uuid, tag)) is None:
+            session.add(Tag(resource_id=instance_uuid, tag=tag))
+
+
+def instance_tag_delete(db: Database, instance_uuid: str, tag: str) -> None:
+    with db.session() as session:
+        deleted = session.execute(Tag.__table__.delete().where(
+            Tag.resource_id == instance_uuid, Tag.tag == tag))
+        if deleted.rowcount == 0:
+            raise nova_exception.InstanceTagNotFound(instance_id=instance_uuid, tag=tag)
+
+
+def instance_tag_delete_all(db: Database, instance_uuid: str) -> None:
+    with db.session() as session:
+        session.execute(Tag.__table__.delete().where(Tag.resource_id == instance_uuid))

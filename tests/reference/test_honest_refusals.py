@@ -204,3 +204,59 @@ def test_left_out_actions_answer_novas_fault_body(demo, server, body):
     assert fault["code"] == 400
     assert fault["message"].startswith(f"There is no such action: {name}.")
     assert "Left out, on purpose" in fault["message"]
+
+
+V2_37 = {"OpenStack-API-Version": "compute 2.37"}
+
+
+def create(session, server: dict, headers=None):
+    return session.request("POST", f"{session.compute}/servers", json={"server": server},
+                           headers=headers or {})
+
+
+def test_networks_none_boots_a_server_without_a_port(modern_cloud, demo):
+    from tests.reference.nova.test_shelve import ports_of, wait_server
+
+    response = create(demo, {"name": "no-net", "flavorRef": "42",
+                             "imageRef": modern_cloud.cirros["id"], "networks": "none"},
+                      V2_37)
+    assert response.status_code == 202, response.text
+    server_id = response.json()["server"]["id"]
+    server = wait_server(demo, server_id, "ACTIVE")
+    assert server["addresses"] == {}
+    assert ports_of(demo, server_id) == []
+
+
+def test_networks_are_required_from_2_37_and_checked_before_the_answer(modern_cloud, demo):
+    base = {"name": "x", "flavorRef": "42", "imageRef": modern_cloud.cirros["id"]}
+    assert create(demo, base, V2_37).status_code == 400
+    response = create(demo, dict(base, networks=[
+        {"uuid": "00000000-0000-4000-8000-000000000000"}]), V2_37)
+    assert response.status_code == 400
+    assert response.json()["badRequest"]["message"] == \
+        "Network 00000000-0000-4000-8000-000000000000 could not be found."
+
+
+def test_networks_auto_with_no_network_to_use_is_novas_400(modern_cloud, demo, login):
+    """No network the project can use, and no auto-allocated topology in Neutron:
+    ``UnableToAutoAllocateNetwork`` before the API answers, as upstream."""
+    admin = login(modern_cloud, "admin")
+    network_url = demo.client.endpoint("network") + "/v2.0/networks"
+    private = demo.request("GET", f"{network_url}?name=private").json()["networks"][0]
+    unshare = admin.request("PUT", f"{network_url}/{private['id']}",
+                            json={"network": {"shared": False}})
+    assert unshare.status_code == 200, unshare.text
+    try:
+        other = login(modern_cloud, "alt_demo")
+        response = create(other, {"name": "auto", "flavorRef": "42",
+                                   "imageRef": modern_cloud.cirros["id"], "networks": "auto"},
+                          V2_37)
+        assert response.status_code == 400, response.text
+        message = response.json()["badRequest"]["message"]
+        assert message.startswith("Unable to automatically allocate a network for project "
+                                  f"{other.project_id}")
+        assert "Left out, on purpose" in message
+        assert other.request("GET", f"{other.compute}/servers").json()["servers"] == []
+    finally:
+        admin.request("PUT", f"{network_url}/{private['id']}",
+                      json={"network": {"shared": True}})

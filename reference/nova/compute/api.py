@@ -142,6 +142,8 @@ class API(CellsV2Mixin):
         self._check_metadata_properties_quota(context, metadata)
         mappings = block_device_mapping or []
         self._validate_bdm(context, mappings, max_count)
+        if self.network_api is not None:   # _check_requested_networks
+            self.network_api.validate_networks(context, requested_networks)
         key_data, keypairs = self._get_key_pair(context, key_name)
         count = self._check_num_instances_quota(context, flavor, min_count, max_count)
         instances = self._provision_instances(

@@ -51,6 +51,12 @@ class NetworkAmbiguous(exception.Conflict):
     msg_fmt = ("Multiple possible networks found, use a Network ID to be more specific.")
 
 
+class UnableToAutoAllocateNetwork(exception.Invalid):
+    msg_fmt = ("Unable to automatically allocate a network for project %(project_id)s: "
+               "novalab's Neutron has no auto-allocated topology (see README.md, \"Left "
+               "out, on purpose\").")
+
+
 class NoMoreFixedIps(exception.NovaLabException):
     msg_fmt = "No fixed IP addresses available for network: %(net)s"
 
@@ -187,6 +193,29 @@ class API:
                 f"{instance['project_id']}: novalab's Neutron has no auto-allocated "
                 "topology (see README.md, \"Left out, on purpose\").")
         return nets
+
+    @upstream(NEUTRON, "API.validate_networks")
+    def validate_networks(self, context, requested_networks) -> None:
+        """Before the API answers: each network asked for exists for the caller (400
+        otherwise); ``"auto"`` with none to use needs Neutron's auto-allocated
+        topology, which novalab's Neutron does not load, so it is the 400 Nova answers
+        when ``_can_auto_allocate_network`` is false; ``"none"`` asks for nothing."""
+        requests = requested_networks or []
+        if any(r.get("network_id") == "none" for r in requests):
+            return
+        neutron = self.get_client(context)
+        net_ids = [r.get("uuid") or r.get("network_id") for r in requests
+                   if r.get("network_id") != "auto" and (r.get("uuid") or r.get("network_id"))]
+        if net_ids:
+            found = {n["id"] for n in self._get_available_networks(
+                context, context.project_id, net_ids, neutron)}
+            for net_id in net_ids:
+                if net_id not in found:
+                    raise exception.Invalid(NetworkNotFound(network_id=net_id).format_message())
+            return
+        if any(r.get("network_id") == "auto" for r in requests) and not \
+                self._get_available_networks(context, context.project_id, [], neutron):
+            raise UnableToAutoAllocateNetwork(project_id=context.project_id)
 
     @upstream(NEUTRON, "API._get_available_networks")
     def _get_available_networks(self, context, project_id, net_ids, neutron) -> list[dict]:

@@ -92,6 +92,11 @@ NOVALAB_DNSMASQ_HOSTS = "novalab.dnsmasq.hosts"
 # ... and the lines of the hosts file it was given ("mac,name,ip": which MAC gets which
 # address), as the agent wrote them for that start or reload.
 NOVALAB_DNSMASQ_HOST_ENTRIES = "novalab.dnsmasq.host_entries"
+# Security groups: the groups a span works on (a port's, or those whose rules or
+# members changed), and the iptables lines the L2 agent's firewall stand-in would
+# write for a port (its chains, as ``iptables-save`` prints them).
+NEUTRON_SECURITY_GROUP_IDS = "neutron.security_group.ids"
+NOVALAB_FIREWALL_RULES = "novalab.firewall.rules"
 # How long the L2 agent waited for a device to appear (an event attribute).
 NOVALAB_WAITED_S = "novalab.waited_s"
 

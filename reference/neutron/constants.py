@@ -37,6 +37,8 @@ REPORTS_TOPIC = "q-reports-plugin"
 DHCP_AGENT_TOPIC = "dhcp_agent"
 PORT_UPDATE_TOPIC = "q-agent-notifier-port-update"
 PORT_DELETE_TOPIC = "q-agent-notifier-port-delete"
+# SecurityGroupAgentRpcApiMixin's topic (upstream a fanout to every L2 agent).
+SECURITY_GROUP_UPDATE_TOPIC = "q-agent-notifier-security_group-update"
 # oslo.messaging's control_exchange for neutron ("nova" for nova).
 EXCHANGE = "neutron"
 

@@ -96,3 +96,86 @@ class InvalidIpForSubnet(BadRequest):
 class MacAddressInUse(Conflict):
     message = "Unable to complete operation for network %(net_id)s. The mac address " \
               "%(mac)s is in use."
+
+
+# The security-group extension's (neutron/extensions/securitygroup.py).
+
+class SecurityGroupNotFound(NotFound):
+    message = "Security group %(id)s does not exist"
+
+
+class SecurityGroupRuleNotFound(NotFound):
+    message = "Security group rule %(id)s does not exist"
+
+
+class InUse(Conflict):
+    message = "The resource is in use."
+
+
+class SecurityGroupInUse(InUse):
+    message = "Security Group %(id)s %(reason)s."
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("reason", "in use")
+        super().__init__(**kwargs)
+
+
+class SecurityGroupCannotRemoveDefault(InUse):
+    message = "Insufficient rights for removing default security group."
+
+
+class SecurityGroupCannotUpdateDefault(InUse):
+    message = "Updating default security group not allowed."
+
+
+class SecurityGroupDefaultAlreadyExists(InUse):
+    message = "Default security group already exists."
+
+
+class SecurityGroupRuleExists(InUse):
+    message = "Security group rule already exists. Rule id is %(rule_id)s."
+
+
+class SecurityGroupConflict(Conflict):
+    message = "Error %(reason)s while attempting the operation."
+
+
+class SecurityGroupRuleInvalidProtocol(InvalidInput):
+    message = ("Security group rule protocol %(protocol)s not supported. Only protocol "
+               "values %(values)s and integer representations [0 to 255] are supported.")
+
+
+class SecurityGroupProtocolRequiredWithPorts(InvalidInput):
+    message = "Must also specify protocol if port range is given."
+
+
+class SecurityGroupInvalidPortRange(InvalidInput):
+    message = "For TCP/UDP protocols, port_range_min must be <= port_range_max"
+
+
+class SecurityGroupInvalidPortValue(InvalidInput):
+    message = "Invalid value for port %(port)s"
+
+
+class SecurityGroupInvalidIcmpValue(InvalidInput):
+    message = ("Invalid value for ICMP %(field)s (%(attr)s) %(value)s. It must be 0 to "
+               "255.")
+
+
+class SecurityGroupMissingIcmpType(InvalidInput):
+    message = "ICMP code (port-range-max) %(value)s is provided but ICMP type " \
+              "(port-range-min) is missing."
+
+
+class SecurityGroupInvalidProtocolForPort(InvalidInput):
+    message = ("Ports cannot be specified for protocol %(protocol)s. Ports are only "
+               "supported for %(valid_port_protocols)s.")
+
+
+class SecurityGroupMultipleRemoteEntites(InvalidInput):
+    message = "Only one of remote_ip_prefix or remote_group_id or remote_address_group_id " \
+              "may be provided."
+
+
+class SecurityGroupRuleParameterConflict(InvalidInput):
+    message = "Conflicting value ethertype %(ethertype)s for CIDR %(cidr)s"

@@ -19,7 +19,12 @@ from novalab.reference.neutron.agent.dhcp import agent as dhcp_agent
 from novalab.reference.neutron.agent.l2 import agent as l2_agent
 from novalab.reference.neutron.agent.metadata import proxy as metadata_proxy
 from novalab.reference.neutron.agent.metadata import shared_secret
-from novalab.reference.neutron.agent.rpc import PluginApi, PluginReportStateAPI, StateReporter
+from novalab.reference.neutron.agent.rpc import (
+    PluginApi,
+    PluginReportStateAPI,
+    SecurityGroupServerRpcApi,
+    StateReporter,
+)
 from novalab.reference.neutron.db import models as _models  # noqa: F401 (tables)
 from novalab.reference.neutron.seed import seed_networks
 from novalab.reference.neutron.server import api as neutron_api
@@ -30,7 +35,11 @@ from novalab.reference.neutron.server.notifiers import (
     NovaNotifier,
 )
 from novalab.reference.neutron.server.plugin import Ml2Plugin
-from novalab.reference.neutron.server.rpc import DhcpRpcCallback, RpcCallbacks
+from novalab.reference.neutron.server.rpc import (
+    DhcpRpcCallback,
+    RpcCallbacks,
+    SecurityGroupServerRpcCallback,
+)
 from novalab.reference.rpc import RPCServer
 
 
@@ -53,7 +62,8 @@ def neutron_server(w: Wiring, host: str = CONTROLLER) -> Ml2Plugin:
         transport, tracer, lambda: core.agents.get_agents(constants.AGENT_TYPE_DHCP))
     core.l2_notifier = AgentNotifierApi(transport, tracer)
     core.nova_notifier = NovaNotifier(w.http(service), auth.service_token, w.urls, tracer)
-    _rpc_server(w, constants.PLUGIN_TOPIC, host, [DhcpRpcCallback(core), RpcCallbacks(core)],
+    _rpc_server(w, constants.PLUGIN_TOPIC, host, [DhcpRpcCallback(core), RpcCallbacks(core),
+                                                  SecurityGroupServerRpcCallback(core)],
                 tracer)
     _rpc_server(w, constants.REPORTS_TOPIC, host,
                 [AgentExtRpcCallback(w.database(service), tracer)], tracer)
@@ -92,10 +102,12 @@ def neutron_l2_agent(w: Wiring, host: str) -> l2_agent.L2Agent:
     manager = l2_agent.LibvirtBridgeManager(w.config.libvirt_uri, tracer)
     if w.config.libvirt_uri.startswith("test:///"):
         w.on_stop(manager.cleanup)  # the test hypervisor outlives the cloud in-process
-    agent = l2_agent.L2Agent(host, manager, PluginApi(transport, tracer), tracer)
+    agent = l2_agent.L2Agent(host, manager, PluginApi(transport, tracer), tracer,
+                             SecurityGroupServerRpcApi(transport, tracer))
     reporter = _report(w, transport, tracer, l2_agent.agent_state(host))
     _rpc_server(w, constants.PORT_UPDATE_TOPIC, host, [agent], tracer)
     _rpc_server(w, constants.PORT_DELETE_TOPIC, host, [agent], tracer)
+    _rpc_server(w, constants.SECURITY_GROUP_UPDATE_TOPIC, host, [agent], tracer)
     # Registered last, so it runs before the RPC servers drain: no worker is left
     # waiting for a device that will never appear.
     w.on_stop(manager.stop)

@@ -90,3 +90,17 @@ class PluginApi:
     def update_device_down(self, context, device: str, agent_id: str, host: str) -> dict:
         return self.client.call(context, "update_device_down", device=device,
                                 agent_id=agent_id, host=host)
+
+
+class SecurityGroupServerRpcApi:
+    """The L2 agent's question about its ports' rules
+    (``neutron/api/rpc/handlers/securitygroups_rpc.py``)."""
+
+    def __init__(self, transport, tracer):
+        self.client = plugin_client(transport, tracer)
+        self.tracer = tracer
+
+    @upstream("neutron/api/rpc/handlers/securitygroups_rpc.py",
+              "SecurityGroupServerRpcApi.security_group_info_for_devices")
+    def security_group_info_for_devices(self, context, devices: list[str]) -> dict:
+        return self.client.call(context, "security_group_info_for_devices", devices=devices)

@@ -132,3 +132,59 @@ class Quota(QuotaLimitColumns, Base):
     __tablename__ = "neutron_quotas"
     __table_args__ = (UniqueConstraint("project_id", "resource",
                                        name="uniq_neutron_quotas0project_id0resource"),)
+
+
+class SecurityGroup(StandardAttrs, Base):
+    """A project's named set of rules (``neutron/db/models/securitygroup.py``)."""
+
+    __tablename__ = "neutron_securitygroups"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(255), index=True)
+    name: Mapped[str] = mapped_column(String(255), default="")
+    description: Mapped[str] = mapped_column(String(255), default="")
+    # Stateless groups let replies through only by rule (no conntrack).
+    stateful: Mapped[bool] = mapped_column(Boolean, default=True)
+
+
+class DefaultSecurityGroup(Base):
+    """Which group is a project's ``default``: the primary key makes it one per project,
+    so two requests racing to create it cannot both succeed."""
+
+    __tablename__ = "neutron_default_security_group"
+
+    project_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    security_group_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("neutron_securitygroups.id", ondelete="CASCADE"))
+
+
+class SecurityGroupRule(StandardAttrs, Base):
+    """One allowed flow: direction, ethertype, protocol, ports, and a remote (a CIDR or
+    the members of a group)."""
+
+    __tablename__ = "neutron_securitygrouprules"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(255), index=True)
+    security_group_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("neutron_securitygroups.id", ondelete="CASCADE"), index=True)
+    remote_group_id: Mapped[str | None] = mapped_column(
+        String(36), ForeignKey("neutron_securitygroups.id", ondelete="CASCADE"))
+    direction: Mapped[str] = mapped_column(String(16))
+    ethertype: Mapped[str] = mapped_column(String(40))
+    protocol: Mapped[str | None] = mapped_column(String(40))
+    port_range_min: Mapped[int | None] = mapped_column(Integer)
+    port_range_max: Mapped[int | None] = mapped_column(Integer)
+    remote_ip_prefix: Mapped[str | None] = mapped_column(String(255))
+    description: Mapped[str] = mapped_column(String(255), default="")
+
+
+class SecurityGroupPortBinding(Base):
+    """A port is in a group (``securitygroupportbindings``)."""
+
+    __tablename__ = "neutron_securitygroupportbindings"
+
+    port_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("neutron_ports.id", ondelete="CASCADE"), primary_key=True)
+    security_group_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("neutron_securitygroups.id"), primary_key=True)

@@ -69,13 +69,18 @@ def create_app(plugin: Ml2Plugin, auth: AuthProtocol, tracer_provider=None) -> F
         return jsonify({"resources": [
             {"name": name, "collection": f"{name}s",
              "links": [{"href": f"{base}/{name}s", "rel": "self"}]}
-            for name in ("network", "subnet", "port", "quota")]})
+            for name in ("network", "subnet", "port", "quota")] + [
+            {"name": name, "collection": f"{name}s",
+             "links": [{"href": f"{base}/{name.replace('_', '-')}s", "rel": "self"}]}
+            for name in ("security_group", "security_group_rule")]})
 
     # /v2.0/extensions, /v2.0/agents, and the 404s of extensions not loaded.
     extensions.register(app, plugin, _fields, _filters)
 
-    def register(resource: str, create, show, listing, update, remove):
-        collection = f"/v2.0/{resource}s"
+    def register(resource: str, create, show, listing, update, remove, path: str = ""):
+        """CRUD of ``resource`` under ``/v2.0/<path>`` (default: the plural); no PUT
+        where ``update`` is None (security group rules cannot be changed)."""
+        collection = f"/v2.0/{path or resource + 's'}"
         item = f"{collection}/<item_id>"
 
         def index():
@@ -107,11 +112,13 @@ def create_app(plugin: Ml2Plugin, auth: AuthProtocol, tracer_provider=None) -> F
         # The attribute map is the one declaration: schema, allowed attributes, policy.
         post = validation.schema(attributes.to_json_schema(resource, "POST"),
                                  error=n_exc.HTTPBadRequest)(post)
-        put = validation.schema(attributes.to_json_schema(resource, "PUT"),
-                                error=n_exc.HTTPBadRequest)(put)
+        if update is not None:
+            put = validation.schema(attributes.to_json_schema(resource, "PUT"),
+                                    error=n_exc.HTTPBadRequest)(put)
         app.add_url_rule(collection, f"{resource}_create", post, methods=["POST"])
         app.add_url_rule(item, f"{resource}_show", get, methods=["GET"])
-        app.add_url_rule(item, f"{resource}_update", put, methods=["PUT"])
+        if update is not None:
+            app.add_url_rule(item, f"{resource}_update", put, methods=["PUT"])
         app.add_url_rule(item, f"{resource}_delete", delete, methods=["DELETE"])
 
     quotas = neutron_quotas.network_quotas(plugin.db)
@@ -122,4 +129,11 @@ def create_app(plugin: Ml2Plugin, auth: AuthProtocol, tracer_provider=None) -> F
              plugin.update_subnet, plugin.delete_subnet)
     register("port", plugin.create_port, plugin.get_port, plugin.get_ports,
              plugin.update_port, plugin.delete_port)
+    # The security-group extension.
+    register("security_group", plugin.create_security_group, plugin.get_security_group,
+             plugin.get_security_groups, plugin.update_security_group,
+             plugin.delete_security_group, path="security-groups")
+    register("security_group_rule", plugin.create_security_group_rule,
+             plugin.get_security_group_rule, plugin.get_security_group_rules, None,
+             plugin.delete_security_group_rule, path="security-group-rules")
     return app

@@ -30,6 +30,8 @@ PROJECT = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^[^\
 BOOLEAN = {"type": "boolean"}
 IP = {"type": "string", "format": "ip-address", "maxLength": 45}
 DEVICE = {"type": "string", "maxLength": 255, "pattern": r"^[^\x00]*$"}
+PORT = {"type": ["integer", "string", "null"], "minimum": 0, "maximum": 65535,
+        "pattern": "^[0-9]{1,5}$"}
 
 # Who may set an attribute that enforces a policy of its own.
 ADMIN = "admin"
@@ -104,6 +106,36 @@ RESOURCE_ATTRIBUTE_MAP: dict[str, dict[str, Attribute]] = {
                                      allow_put=True, enforce_policy=ADMIN_OR_SERVICE),
         "binding:vnic_type": Attribute({"type": "string", "enum": ["normal"]},
                                        allow_put=True, enforce_policy=ADMIN_OR_SERVICE),
+        # The security-group extension's EXTENDED_ATTRIBUTES_2_0 (a uuid_list; null is []).
+        "security_groups": Attribute({"type": ["array", "null"], "maxItems": 32,
+                                      "uniqueItems": True, "items": UUID}, allow_put=True),
+    },
+    # neutron/extensions/securitygroup.py and stateful-security-group.
+    "security_group": {
+        # "default" passes here: the plugin answers it 409, as upstream's validator.
+        "name": Attribute(NAME, allow_put=True),
+        "description": Attribute(DESCRIPTION, allow_put=True),
+        "stateful": Attribute(BOOLEAN, allow_put=True),
+        "project_id": Attribute(PROJECT),
+        "tenant_id": Attribute(PROJECT),
+    },
+    "security_group_rule": {
+        "security_group_id": Attribute(UUID, required=True),
+        "direction": Attribute({"type": "string", "enum": ["ingress", "egress"]},
+                               required=True),
+        "ethertype": Attribute({"type": "string", "pattern": "^[iI][pP][vV][46]$"}),
+        "protocol": Attribute({"type": ["string", "integer", "null"], "maxLength": 40,
+                               "minimum": 0, "maximum": 255,
+                               "pattern": r"^[a-zA-Z0-9-]+$"}),
+        "port_range_min": Attribute(PORT),
+        "port_range_max": Attribute(PORT),
+        "remote_ip_prefix": Attribute({"type": ["string", "null"], "maxLength": 49,
+                                       "anyOf": [{"format": "cidr"},
+                                                 {"format": "ip-address"}]}),
+        "remote_group_id": Attribute({"type": ["string", "null"], "format": "uuid"}),
+        "description": Attribute(DESCRIPTION),
+        "project_id": Attribute(PROJECT),
+        "tenant_id": Attribute(PROJECT),
     },
 }
 

@@ -5,7 +5,10 @@
 * :class:`AgentNotifierApi` casts ``port_update`` / ``port_delete`` to the L2
   agent. Upstream fans these out to every L2 agent and each ignores ports it does
   not host; novalab's RPC has no fanout, so the cast goes to the agent of the
-  port's binding host (``q-agent-notifier-port-update.<host>``).
+  port's binding host (``q-agent-notifier-port-update.<host>``). The same goes for
+  ``security_groups_rule_updated`` / ``security_groups_member_updated``
+  (``q-agent-notifier-security_group-update``): upstream a fanout, here a cast to
+  each host with a bound port the change concerns.
 * :class:`NovaNotifier` posts ``network-vif-plugged`` (and ``-unplugged``) to
   Nova's ``os-server-external-events`` when a compute port's status changes, as
   the neutron service user. Upstream queues events and sends a batch every
@@ -62,6 +65,22 @@ class AgentNotifierApi:
         self.delete_client = RPCClient(transport, Target(topic=constants.PORT_DELETE_TOPIC,
                                                          exchange=constants.EXCHANGE),
                                        tracer=tracer)
+
+        self.sg_client = RPCClient(transport, Target(
+            topic=constants.SECURITY_GROUP_UPDATE_TOPIC, exchange=constants.EXCHANGE),
+            tracer=tracer)
+
+    def security_groups_rule_updated(self, context: RequestContext, security_groups: list,
+                                     hosts: list[str]) -> None:
+        for host in hosts:
+            self.sg_client.prepare(server=host).cast(
+                context, "security_groups_rule_updated", security_groups=security_groups)
+
+    def security_groups_member_updated(self, context: RequestContext, security_groups: list,
+                                       hosts: list[str]) -> None:
+        for host in hosts:
+            self.sg_client.prepare(server=host).cast(
+                context, "security_groups_member_updated", security_groups=security_groups)
 
     @upstream("neutron/plugins/ml2/rpc.py", "AgentNotifierApi.port_update")
     def port_update(self, context: RequestContext, port: dict, network: dict, host: str):

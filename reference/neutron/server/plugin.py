@@ -9,8 +9,10 @@ inlined: every network is one *flat* segment, and a port binds (``vif_type``
 ``bridge``) on any host with a live L2 agent, else fails to bind
 (``binding_failed``), as ML2 does when no mechanism driver can bind it.
 
-Left out: routers, floating IPs, security groups, segments, IPv6, extra DHCP
-options, allowed address pairs and updating a port's fixed IPs. Bodies are
+Security groups are the mixin's (``securitygroups_db.py``): a port is in its
+project's ``default`` group unless it names others. Left out: routers, floating
+IPs, segments, IPv6, extra DHCP options, allowed address pairs, port security
+disabled and updating a port's fixed IPs. Bodies are
 checked and quotas counted by the API layer before the plugin runs
 (``attributes.py``, ``quotas.py``).
 """
@@ -34,7 +36,13 @@ from novalab.reference.common.db import Database
 from novalab.reference.common.faults import NO_FAULTS
 from novalab.reference.neutron import constants
 from novalab.reference.neutron import exceptions as n_exc
-from novalab.reference.neutron.db.models import IPAllocation, Network, Port, Subnet
+from novalab.reference.neutron.db.models import (
+    IPAllocation,
+    Network,
+    Port,
+    SecurityGroupPortBinding,
+    Subnet,
+)
 from novalab.reference.neutron.db.provisioning_blocks import (
     DHCP_ENTITY,
     L2_AGENT_ENTITY,
@@ -43,6 +51,7 @@ from novalab.reference.neutron.db.provisioning_blocks import (
 from novalab.reference.neutron.server import ipam, policy
 from novalab.reference.neutron.server.agents_db import AgentDbMixin
 from novalab.reference.neutron.server.notifiers import VIF_PLUGGED
+from novalab.reference.neutron.server.securitygroups_db import SecurityGroupDbMixin
 from novalab.tracing import attributes as attr
 from novalab.tracing.spans import upstream
 
@@ -59,7 +68,7 @@ def isotime(value: datetime | None) -> str | None:
     return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
 
 
-class Ml2Plugin:
+class Ml2Plugin(SecurityGroupDbMixin):
     def __init__(self, db: Database, tracer, agents: AgentDbMixin | None = None):
         self.db = db
         self.tracer = tracer
@@ -114,7 +123,8 @@ class Ml2Plugin:
             "status": row.status, "device_id": row.device_id, "device_owner": row.device_owner,
             "fixed_ips": [{"subnet_id": ip.subnet_id, "ip_address": ip.ip_address}
                           for ip in sorted(ips, key=lambda ip: ipam._ip(ip.ip_address))],
-            "allowed_address_pairs": [], "extra_dhcp_opts": [], "security_groups": [],
+            "allowed_address_pairs": [], "extra_dhcp_opts": [],
+            "security_groups": SecurityGroupDbMixin._port_security_group_ids(session, row.id),
             "description": "", "revision_number": row.revision_number,
             "created_at": isotime(row.created_at),
             "updated_at": isotime(row.updated_at or row.created_at),
@@ -352,6 +362,7 @@ class Ml2Plugin:
         with self.db.session() as session:  # a network one cannot see is a 404 first
             self._get_network(session, context, attrs["network_id"])
         project_id = self._project_for(context, attrs, "create_port", service=True)
+        groups = self._port_security_groups(context, attrs, project_id, owner)
         host = attrs.get("binding:host_id") or ""
         # Who is alive is read before the transaction, as ML2 asks the agents table first.
         dhcp_agents = self.agents.get_agents(constants.AGENT_TYPE_DHCP)
@@ -359,7 +370,7 @@ class Ml2Plugin:
         for attempt in range(MAX_RETRIES):
             try:
                 port, network = self._create_port_db(context, attrs, project_id, host,
-                                                     dhcp_agents, l2_agents)
+                                                     dhcp_agents, l2_agents, groups)
                 break
             except IntegrityError:
                 if attrs.get("fixed_ips") or attrs.get("mac_address") or \
@@ -372,7 +383,8 @@ class Ml2Plugin:
         self._after_create_port(context, port, network)
         return port
 
-    def _create_port_db(self, context, attrs, project_id, host, dhcp_agents, l2_agents):
+    def _create_port_db(self, context, attrs, project_id, host, dhcp_agents, l2_agents,
+                        groups):
         with self.db.session() as session:
             network = self._get_network(session, context, attrs["network_id"])
             row = Port(id=str(uuid.uuid4()), project_id=project_id, network_id=network.id,
@@ -388,6 +400,7 @@ class Ml2Plugin:
             session.flush()
             allocations = self._allocate_ips_for_port(session, network, row,
                                                       attrs.get("fixed_ips"))
+            self._process_port_create_security_group(session, row.id, groups)
             if host:
                 self._bind_port(row, host, l2_agents)
             self._setup_dhcp_agent_provisioning_component(session, row, allocations,
@@ -399,6 +412,7 @@ class Ml2Plugin:
 
     def _after_create_port(self, context: RequestContext, port: dict, network: dict) -> None:
         self._notify_dhcp(context, "port_create_end", {"port": port})
+        self.notify_security_groups_member_updated(context, port["security_groups"])
         self._notify_port_updated(context, port, network)
 
     def get_port(self, context: RequestContext, port_id: str) -> dict:
@@ -440,6 +454,13 @@ class Ml2Plugin:
         with self.db.session() as session:
             row = self._get_port(session, context, port_id)
             policy.enforce(policy.can_change_port(context, row.project_id), "update_port")
+            project_id = row.project_id
+        groups = self._get_security_groups_on_port(context, attrs, project_id)
+        with self.db.session() as session:
+            row = self._get_port(session, context, port_id)
+            old_groups = self._port_security_group_ids(session, port_id)
+            if groups is not None:
+                self._replace_port_security_groups(session, port_id, groups)
             if attrs.get("device_owner", "").startswith("network:"):
                 policy.enforce(policy.is_admin(context), "update_port:device_owner")
             old_host = row.binding_host_id
@@ -462,14 +483,21 @@ class Ml2Plugin:
             row.revision_number += 1
             session.flush()
             port = self._port_dict(session, row, context)
+            # What the agent is told holds the binding, whoever asked (a member
+            # changing the port's groups does not see it).
+            for_agent = self._port_dict(session, row)
             network = self._network_dict(session, session.get(Network, row.network_id),
                                          get_admin_context())
         trace.get_current_span().set_attributes({attr.NEUTRON_PORT_ID: port_id,
                                                  attr.NEUTRON_NETWORK_ID: port["network_id"]})
         self._notify_dhcp(context, "port_update_end", {"port": port})
+        groups_changed = groups is not None and set(groups) != set(old_groups)
+        if groups_changed:  # is_security_group_member_updated: the agent refilters it
+            self.notify_security_groups_member_updated(
+                context, sorted(set(groups) ^ set(old_groups)))
         if old_host and old_host != row.binding_host_id and self.l2_notifier:
             self.l2_notifier.port_delete(context, port_id, port["network_id"], old_host)
-        self._notify_port_updated(context, port, network)
+        self._notify_port_updated(context, for_agent if groups_changed else port, network)
         return port
 
     @upstream(ML2, "Ml2Plugin.delete_port")
@@ -482,6 +510,8 @@ class Ml2Plugin:
             port = self._port_dict(session, row)
             self.blocks.remove_provisioning_component(session, port_id)
             session.execute(delete(IPAllocation).where(IPAllocation.port_id == port_id))
+            session.execute(delete(SecurityGroupPortBinding).where(
+                SecurityGroupPortBinding.port_id == port_id))
             session.delete(row)
         self._notify_dhcp(context, "port_delete_end", {
             "port_id": port_id, "network_id": port["network_id"],
@@ -489,6 +519,7 @@ class Ml2Plugin:
         if port["binding:host_id"] and self.l2_notifier:
             self.l2_notifier.port_delete(context, port_id, port["network_id"],
                                          port["binding:host_id"])
+        self.notify_security_groups_member_updated(context, port["security_groups"])
         if self.nova_notifier and port["device_id"] and \
                 port["device_owner"].startswith(constants.DEVICE_OWNER_COMPUTE_PREFIX):
             self.nova_notifier.send_events([{"name": "network-vif-deleted",

@@ -53,3 +53,10 @@ def enforce(allowed: bool, action: str) -> None:
     """Raise ``PolicyNotAuthorized`` (403) for ``action`` unless ``allowed``."""
     if not allowed:
         raise n_exc.PolicyNotAuthorized(action=action)
+
+
+def can_see_security_group(context: RequestContext, project_id: str | None) -> bool:
+    """``get_security_group`` (``ADMIN_OR_PROJECT_READER``); the service role too, as
+    for ports, since Nova reads a server's groups. Changing one is :func:`can_change`
+    (``ADMIN_OR_PROJECT_MEMBER``; a rule: ``ADMIN_OR_SG_OWNER_MEMBER``)."""
+    return is_admin_or_service(context) or owns(context, project_id)

@@ -1,7 +1,8 @@
-"""Neutron's quotas (``neutron/quota``, the ``quotasv2`` extension): networks, subnets
-and ports per project, counted from their tables, checked in the API layer before
-the plugin does any work (upstream: ``base.Controller._create`` makes a reservation
-first), and ``/v2.0/quotas/{project_id}`` to read and set them.
+"""Neutron's quotas (``neutron/quota``, the ``quotasv2`` extension): networks, subnets,
+ports, security groups and their rules per project (upstream's defaults), counted
+from their tables, checked in the API layer before the plugin does any work
+(upstream: ``base.Controller._create`` makes a reservation first), and
+``/v2.0/quotas/{project_id}`` to read and set them.
 """
 
 from __future__ import annotations
@@ -15,10 +16,19 @@ from novalab.reference.common.db import Database
 from novalab.reference.common.quota import QuotaEngine
 from novalab.reference.common.wsgi import json_body
 from novalab.reference.neutron import exceptions as n_exc
-from novalab.reference.neutron.db.models import Network, Port, Quota, Subnet
+from novalab.reference.neutron.db.models import (
+    Network,
+    Port,
+    Quota,
+    SecurityGroup,
+    SecurityGroupRule,
+    Subnet,
+)
 
-DEFAULTS = {"network": 100, "subnet": 100, "port": 500}
-_TABLES = {"network": Network, "subnet": Subnet, "port": Port}
+DEFAULTS = {"network": 100, "subnet": 100, "port": 500, "security_group": 10,
+            "security_group_rule": 100}
+_TABLES = {"network": Network, "subnet": Subnet, "port": Port,
+           "security_group": SecurityGroup, "security_group_rule": SecurityGroupRule}
 
 RULES = {
     "get_quota": common_policy.PROJECT_READER_OR_ADMIN,

@@ -4,7 +4,9 @@ DHCP agent (``neutron/api/rpc/handlers/dhcp_rpc.py``): ``get_active_networks_inf
 and ``get_network_info`` to build dnsmasq's files, ``dhcp_ready_on_ports`` to lift
 the ports' DHCP provisioning blocks. L2 agent (``neutron/plugins/ml2/rpc.py``):
 ``get_device_details`` to learn how to wire a port (it also moves the port to
-``BUILD``), ``update_device_up`` to lift the L2 block, ``update_device_down``.
+``BUILD``), ``update_device_up`` to lift the L2 block, ``update_device_down``;
+and (``neutron/api/rpc/handlers/securitygroups_rpc.py``)
+``security_group_info_for_devices``, the rules the agent's firewall applies.
 
 Agents are trusted: the callbacks act with an admin context, as upstream's do.
 """
@@ -119,3 +121,19 @@ class RpcCallbacks:
             self.plugin.update_port_status(get_admin_context(), device,
                                            constants.PORT_STATUS_DOWN)
         return {"device": device, "exists": True}
+
+
+class SecurityGroupServerRpcCallback:
+    """The L2 agent's question about its ports' security groups (on ``q-plugin``)."""
+
+    def __init__(self, plugin: Ml2Plugin):
+        self.plugin = plugin
+        self.tracer = plugin.tracer
+
+    @upstream("neutron/api/rpc/handlers/securitygroups_rpc.py",
+              "SecurityGroupServerRpcCallback.security_group_info_for_devices")
+    def security_group_info_for_devices(self, context: RequestContext,
+                                        devices: list[str]) -> dict:
+        """Each device's port, its groups' rules, and the members' addresses of each group
+        a rule names as its remote: what ``prepare_port_filter`` needs."""
+        return self.plugin.security_group_info_for_ports(devices)

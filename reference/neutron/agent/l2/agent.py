@@ -15,6 +15,13 @@ from upstream after Xena, and its still-present loop in
    it as a ``<portgroup>`` named after its tap device (``networkUpdate``),
 3. calls ``update_device_up``, which lifts the port's L2 provisioning block.
 
+Before step 1, as upstream's loop calls ``setup_port_filters`` before it treats
+the devices, the security group agent (``agent/securitygroups_rpc.py``) asks the
+server ``security_group_info_for_devices`` and its firewall driver writes the
+port's chains (a stand-in: computed and kept in memory, shown on the span of
+``IptablesFirewallDriver.prepare_port_filter``). Rule and member changes come on
+``q-agent-notifier-security_group-update.<host>`` and refresh those filters.
+
 Upstream queues updated devices and handles them in a polling loop every two
 seconds, once their tap exists on the host; novalab handles each in the RPC
 handler, waiting there for the guest's tap to appear, so the wiring stays in
@@ -34,7 +41,9 @@ from opentelemetry import trace
 
 from novalab.reference.common.context import RequestContext, get_admin_context
 from novalab.reference.neutron import constants
-from novalab.reference.neutron.agent.rpc import PluginApi
+from novalab.reference.neutron.agent.linux.iptables_firewall import IptablesFirewallDriver
+from novalab.reference.neutron.agent.rpc import PluginApi, SecurityGroupServerRpcApi
+from novalab.reference.neutron.agent.securitygroups_rpc import SecurityGroupAgentRpc
 from novalab.tracing import attributes as attr
 from novalab.tracing.libvirt import TracedConnection, client_span
 from novalab.tracing.spans import upstream
@@ -206,9 +215,11 @@ class LibvirtBridgeManager:
 
 
 class L2Agent:
-    """The RPC endpoint on ``q-agent-notifier-port-update.<host>`` (and ``-port-delete``)."""
+    """The RPC endpoint on ``q-agent-notifier-port-update.<host>`` (and ``-port-delete``,
+    ``-security_group-update``)."""
 
-    def __init__(self, host: str, manager: LibvirtBridgeManager, plugin_rpc: PluginApi, tracer):
+    def __init__(self, host: str, manager: LibvirtBridgeManager, plugin_rpc: PluginApi, tracer,
+                 sg_plugin_rpc: SecurityGroupServerRpcApi | None = None):
         self.host = host
         self.agent_id = f"lb-{host}"
         self.mgr = manager
@@ -218,6 +229,9 @@ class L2Agent:
         self._lock = threading.Lock()
         # Ports whose tap is being waited for, and the event a port_delete sets.
         self._waiting: dict[str, threading.Event] = {}
+        self.firewall = IptablesFirewallDriver(tracer)
+        self.sg_agent = SecurityGroupAgentRpc(sg_plugin_rpc, self.firewall, tracer) \
+            if sg_plugin_rpc is not None else None
 
     @upstream(LB_AGENT, "LinuxBridgeRpcCallbacks.port_update", ref=LB_REF)
     def port_update(self, context: RequestContext, port: dict, network_type: str | None = None,
@@ -250,9 +264,16 @@ class L2Agent:
             return
         span.add_event("device appeared", {attr.NEUTRON_PORT_ID: device,
                                            attr.NOVALAB_WAITED_S: time.monotonic() - started})
+        if self.sg_agent is not None:  # setup_port_filters: new, or updated (refresh)
+            if device in self.firewall.ports:
+                self.sg_agent.refresh_firewall([device])
+            else:
+                self.sg_agent.prepare_devices_filter([device])
         details = self.plugin_rpc.get_device_details(context, device, self.agent_id, self.host)
         if "port_id" not in details:
             LOG.info("Device %s not defined on plugin or binding failed", device)
+            if self.sg_agent is not None:
+                self.sg_agent.remove_devices_filter([device])
             return
         tap = constants.tap_name(details["port_id"])
         if not details["admin_state_up"]:
@@ -275,6 +296,24 @@ class L2Agent:
             network_id = self.devices.pop(port_id, network_id)
             if network_id:
                 self.mgr.remove_interface(network_id, constants.tap_name(port_id))
+        if self.sg_agent is not None:
+            self.sg_agent.remove_devices_filter([port_id])
+
+    # SecurityGroupAgentRpcCallbackMixin: casts on q-agent-notifier-security_group-update.
+
+    @upstream("neutron/api/rpc/handlers/securitygroups_rpc.py",
+              "SecurityGroupAgentRpcCallbackMixin.security_groups_rule_updated")
+    def security_groups_rule_updated(self, context: RequestContext,
+                                     security_groups: list[str]) -> None:
+        if self.sg_agent is not None:
+            self.sg_agent.security_groups_rule_updated(security_groups)
+
+    @upstream("neutron/api/rpc/handlers/securitygroups_rpc.py",
+              "SecurityGroupAgentRpcCallbackMixin.security_groups_member_updated")
+    def security_groups_member_updated(self, context: RequestContext,
+                                       security_groups: list[str]) -> None:
+        if self.sg_agent is not None:
+            self.sg_agent.security_groups_member_updated(security_groups)
 
 
 def agent_state(host: str) -> dict:

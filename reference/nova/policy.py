@@ -78,6 +78,9 @@ RULES = {
     "os_compute_api:os-keypairs:delete": f"{policy.ADMIN} or user_id:%(user_id)s",
     "os_compute_api:os-keypairs:show": f"{policy.ADMIN} or user_id:%(user_id)s",
     # nova/policies/volumes_attachments.py: the server's project reads and changes them.
+    "os_compute_api:os-security-groups:list": policy.PROJECT_READER_OR_ADMIN,
+    "os_compute_api:os-security-groups:add": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:os-security-groups:remove": policy.PROJECT_MEMBER_OR_ADMIN,
     "os_compute_api:os-volumes-attachments:index": policy.PROJECT_READER_OR_ADMIN,
     "os_compute_api:os-volumes-attachments:show": policy.PROJECT_READER_OR_ADMIN,
     "os_compute_api:os-volumes-attachments:create": policy.PROJECT_MEMBER_OR_ADMIN,

@@ -110,6 +110,8 @@ ACTIONS = [
     Action("compute:servers:index", "nova", "GET", "/v2.1/servers", LIST()),
     Action("compute:servers:detail", "nova", "GET", "/v2.1/servers/detail", LIST()),
     Action("compute:servers:show", "nova", "GET", "/v2.1/servers/{server}", READ()),
+    Action("compute:os-security-groups:list", "nova", "GET",
+           "/v2.1/servers/{server}/os-security-groups", READ()),
     Action("compute:servers:delete", "nova", "DELETE", "/v2.1/servers/{fresh}", WRITE(204),
            fresh="server"),
     # Server actions (nova/policies/shelve.py, servers.py create_image, stop, start and
@@ -244,6 +246,30 @@ ACTIONS = [
            _row(*[404] * 6)),
     Action("network:floatingip:not_loaded", "neutron", "POST", "/v2.0/floatingips",
            _row(*[404] * 6), body={"floatingip": {}}),
+    # Security groups (neutron/conf/policies/security_group.py): readers of the project
+    # see them, members change them; a rule is its group's (ADMIN_OR_SG_OWNER_MEMBER).
+    # The service role reads them (Nova shows a server's groups), as it reads ports.
+    Action("network:create_security_group", "neutron", "POST", "/v2.0/security-groups",
+           CREATE(201), body=lambda m, p: {"security_group": {
+               "name": f"mx-{next(m.counter)}"}}),
+    Action("network:get_security_groups", "neutron", "GET", "/v2.0/security-groups",
+           LIST(unscoped=200, service=200)),
+    Action("network:get_security_group", "neutron", "GET",
+           "/v2.0/security-groups/{security_group}", READ(service=200)),
+    Action("network:update_security_group", "neutron", "PUT",
+           "/v2.0/security-groups/{fresh}", WRITE(200, service=403),
+           body={"security_group": {"description": "renamed"}}, fresh="security_group"),
+    Action("network:delete_security_group", "neutron", "DELETE",
+           "/v2.0/security-groups/{fresh}", WRITE(204, service=403), fresh="security_group"),
+    Action("network:create_security_group_rule", "neutron", "POST",
+           "/v2.0/security-group-rules", WRITE(201, service=403), fresh="security_group",
+           body=lambda m, p: {"security_group_rule": {
+               "security_group_id": m.fresh_id, "direction": "ingress"}}),
+    Action("network:get_security_group_rule", "neutron", "GET",
+           "/v2.0/security-group-rules/{security_group_rule}", READ(service=200)),
+    Action("network:delete_security_group_rule", "neutron", "DELETE",
+           "/v2.0/security-group-rules/{fresh}", WRITE(204, service=403),
+           fresh="security_group_rule"),
     # Cinder (cinder/policies/volumes.py, attachments.py, messages.py, quotas.py,
     # limits.py); the URL carries the caller's own project, as its catalog says.
     Action("volume:create", "cinder", "POST", "/v3/{project}/volumes", CINDER(CREATE(202)),
@@ -391,6 +417,13 @@ class Matrix:
         if kind == "port":
             return self.ok("owner", "POST", "neutron", "/v2.0/ports", {"port": {
                 "network_id": self.ids["network"]}})["port"]["id"]
+        if kind == "security_group":
+            return self.ok("owner", "POST", "neutron", "/v2.0/security-groups", {
+                "security_group": {"name": "mx-sg"}})["security_group"]["id"]
+        if kind == "security_group_rule":
+            return self.ok("owner", "POST", "neutron", "/v2.0/security-group-rules", {
+                "security_group_rule": {"security_group_id": self.make("security_group"),
+                                        "direction": "ingress"}})["security_group_rule"]["id"]
         if kind == "volume":
             volume = self.ok("owner", "POST", "cinder", f"/v3/{project}/volumes",
                              {"volume": {"size": 1, "name": "mx"}})["volume"]
@@ -431,6 +464,8 @@ class Matrix:
             "network_id": self.ids["network"], "ip_version": 4, "cidr": "10.40.0.0/24"}})
         self.ids["subnet"] = self.make("subnet")
         self.ids["port"] = self.make("port")
+        self.ids["security_group_rule"] = self.make("security_group_rule")
+        self.ids["security_group"] = self.make("security_group")
         image = self.make("image")
         self.call("owner", "PUT", f"{self.url('glance')}/v2/images/{image}/file", b"x" * 512,
                   "application/octet-stream")
@@ -454,7 +489,8 @@ class Matrix:
                 ("nova", f"/v2.1/os-quota-sets/{project}",
                  {"quota_set": {"instances": 100, "cores": 100, "ram": 1024000}}),
                 ("neutron", f"/v2.0/quotas/{project}",
-                 {"quota": {"network": 100, "subnet": 100, "port": 200}})):
+                 {"quota": {"network": 100, "subnet": 100, "port": 200,
+                            "security_group": 100, "security_group_rule": 500}})):
             self.call("admin", "PUT", self.url(service) + path, body)
 
     def format(self, path: str, persona: str) -> str:

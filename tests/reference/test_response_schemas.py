@@ -335,3 +335,17 @@ def test_network_bodies(users, booted):
     validate(ports, network.many("ports", network.port))
     validate(session.request("GET", f"{url}/ports/{ports['ports'][0]['id']}").json(),
              network.one("port", network.port))
+    groups = session.request("GET", f"{url}/security-groups").json()
+    validate(groups, network.many("security_groups", network.security_group))
+    default = groups["security_groups"][0]
+    validate(session.request("GET", f"{url}/security-groups/{default['id']}").json(),
+             network.one("security_group", network.security_group))
+    validate(session.request("GET", f"{url}/security-group-rules").json(),
+             network.many("security_group_rules", network.security_group_rule))
+    rule = default["security_group_rules"][0]["id"]
+    validate(session.request("GET", f"{url}/security-group-rules/{rule}").json(),
+             network.one("security_group_rule", network.security_group_rule))
+    # Nova's relay of a server's groups, against Tempest's schema.
+    server = booted["2.61"][0]
+    check(Client(session)("GET", f"{session.compute}/servers/{server}/os-security-groups"),
+          tempest("security_groups", "2.1", "list_security_groups"))

@@ -18,6 +18,7 @@ from novalab.reference.nova.api import (
     keypairs,
     quota_sets,
     remote_consoles,
+    security_groups,
     server_actions,
     server_external_events,
     server_tags,
@@ -38,8 +39,9 @@ LEFT_OUT_PATHS = (
      "Migrations (os-migrations, servers/{id}/migrations)"),
     (r"^/v2\.1/os-console-auth-tokens(/|$)", "Console URLs (os-console-auth-tokens)"),
     (r"^/v2\.1/(os-floating-ips|os-floating-ip-pools)(/|$)", "Floating IPs (os-floating-ips)"),
-    (r"^/v2\.1/(os-security-groups|os-security-group-rules|servers/[^/]+/os-security-groups)"
-     r"(/|$)", "Security groups (os-security-groups)"),
+    (r"^/v2\.1/(os-security-groups|os-security-group-rules)(/|$)",
+     "The security groups proxy (os-security-groups, os-security-group-rules; deprecated "
+     "at 2.36: use Neutron's /v2.0/security-groups)"),
     (r"^/v2\.1/servers/[^/]+/os-interface(/|$)", "Port interfaces (os-interface)"),
 )
 
@@ -60,8 +62,11 @@ def create_app(db: Database, compute_api: ComputeAPI, auth: AuthProtocol, tracer
     servers.register(app, servers_controller)
     # POST /servers/{id}/action: each controller's @action methods, by the body's key.
     consoles = remote_consoles.RemoteConsolesController(compute_api, tracer)
+    server_groups = security_groups.SecurityGroupsController(compute_api, tracer)
     actions.register(app, servers_controller, shelve.ShelveController(compute_api, tracer),
-                     server_actions.ServerActionsController(compute_api, tracer), consoles)
+                     server_actions.ServerActionsController(compute_api, tracer), consoles,
+                     server_groups)
+    security_groups.register(app, server_groups)
     remote_consoles.register(app, consoles)
     server_tags.register(app, compute_api, tracer)
     flavors.register(app, flavors.FlavorsController(db))

@@ -73,6 +73,9 @@ class ServersController:
             raise exception.ValidationError(
                 detail="min_count must be <= max_count")
         networks = self._requested_networks(server.get("networks"))
+        # Names (or ids), each once (upstream dedupes through a set).
+        security_groups = list(dict.fromkeys(
+            sg["name"] for sg in server.get("security_groups") or [] if sg.get("name")))
         instances = self.compute_api.create(
             context, flavor, "" if boots_from_volume else image_ref,
             boot_image=image_ref, block_device_mapping=mappings,
@@ -80,18 +83,20 @@ class ServersController:
             min_count=min_count, max_count=max_count, metadata=server.get("metadata"),
             key_name=server.get("key_name"), user_data=server.get("user_data"),
             availability_zone=server.get("availability_zone"), requested_networks=networks,
-            description=server.get("description"), tags=server.get("tags"))
+            description=server.get("description"), tags=server.get("tags"),
+            security_groups=security_groups)
         first = instances[0]
         # What a trace is found by: the server's id and name, and what was asked of it.
         span = trace.get_current_span()
         span.set_attribute(attr.NOVA_INSTANCE_UUID, first["uuid"])
         span.set_attribute(attr.NOVA_INSTANCE_DISPLAY_NAME, first["display_name"])
         span.set_attribute(attr.NOVA_INSTANCE_ACTION, instance_actions.CREATE)
-        # ViewBuilder.create: the id, links and disk config (no name). Upstream also
-        # answers adminPass and security_groups; novalab sets no guest password and
-        # has no security groups yet, so it claims neither.
+        # ViewBuilder.create: the id, links and disk config (no name), and the groups
+        # as asked (``default`` if none). Upstream also answers adminPass; novalab
+        # sets no guest password, so it does not claim one.
         view = {"id": first["uuid"], "links": views.server_summary(api_base(), first)["links"],
-                "OS-DCF:diskConfig": server.get("OS-DCF:diskConfig", "MANUAL")}
+                "OS-DCF:diskConfig": server.get("OS-DCF:diskConfig", "MANUAL"),
+                "security_groups": server.get("security_groups", [{"name": "default"}])}
         response = jsonify({"server": view})
         response.status_code = 202
         response.headers["Location"] = view["links"][0]["href"]
@@ -200,11 +205,26 @@ class ServersController:
         show_extra_specs = versions.is_supported("2.47") and policy.check(
             context, "os_compute_api:servers:show:flavor-extra-specs")
         statuses = self._host_statuses(instances)
-        return [views.server_detail(api_base(), i, faults.get(i["uuid"]), is_admin=is_admin,
-                                    network_info=caches.get(i["uuid"]), bdms=bdms[i["uuid"]],
-                                    show_extra_specs=show_extra_specs,
-                                    host_status=statuses.get(i["uuid"]))
-                for i in instances]
+        servers = [views.server_detail(api_base(), i, faults.get(i["uuid"]), is_admin=is_admin,
+                                       network_info=caches.get(i["uuid"]),
+                                       bdms=bdms[i["uuid"]], show_extra_specs=show_extra_specs,
+                                       host_status=statuses.get(i["uuid"]))
+                   for i in instances]
+        self._add_security_grps(servers)
+        return servers
+
+    @upstream("nova/api/openstack/compute/views/servers.py", "ViewBuilder._add_security_grps")
+    def _add_security_grps(self, servers: list[dict]) -> None:
+        """Each server's groups by name, from its ports in Neutron (one query for all);
+        a server whose ports are in none has no ``security_groups`` key."""
+        sg_api = self.compute_api.security_group_api
+        if not servers or sg_api is None:
+            return
+        bindings = sg_api.get_instances_security_groups_bindings(
+            g.context, [s["id"] for s in servers])
+        for server in servers:
+            if bindings.get(server["id"]):
+                server["security_groups"] = bindings[server["id"]]
 
     def _host_statuses(self, instances: list[dict]) -> dict[str, str]:
         """``host_status`` (2.16) of each server the policies let the caller see it of:

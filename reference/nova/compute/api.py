@@ -17,6 +17,7 @@ happens on the compute host, or through the conductor for ``unshelve``.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import traceback
 import uuid
@@ -42,6 +43,8 @@ from novalab.reference.nova.compute.cells_v2 import CellsV2Mixin
 from novalab.reference.nova.compute.rpcapi import ComputeAPI
 from novalab.reference.nova.db import api as db_api
 from novalab.reference.nova.image.glance import GlanceImageServiceV2
+from novalab.reference.nova.network.neutron import SECURITY_GROUPS_SYSMETA, SecurityGroupNotFound
+from novalab.reference.nova.network.security_group_api import SecurityGroupAPI
 from novalab.reference.nova.scheduler.rpcapi import SchedulerAPI
 from novalab.tracing import attributes as attr
 from novalab.tracing.spans import set_instance_attributes, upstream
@@ -116,6 +119,8 @@ class API(CellsV2Mixin):
         self.quotas = quota.compute_quotas(db)
         self.volume_api = volume_api
         self.network_api = network_api
+        self.security_group_api = SecurityGroupAPI(network_api, tracer) \
+            if network_api is not None else None
         self.compute_task_api = compute_task_api
         self.image_api = image_api
         self.scheduler_rpcapi = scheduler_rpcapi
@@ -124,6 +129,22 @@ class API(CellsV2Mixin):
 
     # Create ---------------------------------------------------------------------------
 
+    @upstream(_API, "API._check_requested_secgroups")
+    def _check_requested_secgroups(self, context: RequestContext,
+                                   secgroups: list[str]) -> list[str]:
+        """Each requested group resolved in Neutron to its id (``default`` stays
+        ``default``); one the project does not have is a 400, as upstream."""
+        groups = []
+        for secgroup in secgroups:
+            if secgroup == "default" or self.security_group_api is None:
+                groups.append(secgroup)
+                continue
+            try:
+                groups.append(self.security_group_api.validate_name(context, secgroup))
+            except SecurityGroupNotFound as exc:
+                raise exception.Invalid(str(exc)) from exc
+        return groups
+
     @upstream(_API, "API.create")
     def create(self, context: RequestContext, flavor: dict, image_href: str, *,
                display_name: str, min_count: int = 1, max_count: int = 1,
@@ -131,7 +152,8 @@ class API(CellsV2Mixin):
                user_data: str | None = None, availability_zone: str | None = None,
                requested_networks=None, block_device_mapping: list[dict] | None = None,
                boot_image: str | None = None, description: str | None = None,
-               tags: list[str] | None = None) -> list[dict]:
+               tags: list[str] | None = None,
+               security_groups: list[str] | None = None) -> list[dict]:
         """``image_href`` is "" for a boot from volume; ``boot_image`` then names the
         image a new root volume is made from, if any (its properties still count)."""
         image = self._get_image(context, image_href or boot_image) \
@@ -145,13 +167,14 @@ class API(CellsV2Mixin):
         if self.network_api is not None:   # _check_requested_networks
             self.network_api.validate_networks(context, requested_networks)
         key_data, keypairs = self._get_key_pair(context, key_name)
+        security_groups = self._check_requested_secgroups(context, security_groups or [])
         count = self._check_num_instances_quota(context, flavor, min_count, max_count)
         instances = self._provision_instances(
             context, flavor, dict(image, id=image_href), count, display_name=display_name,
             metadata=metadata, key_name=key_name, key_data=key_data, keypairs=keypairs,
             user_data=user_data, availability_zone=availability_zone,
             block_device_mapping=mappings,
-            description=description, tags=tags)
+            description=description, tags=tags, security_groups=security_groups)
         if self.cells is not None:
             self._cast_schedule_and_build(context, instances, image, requested_networks)
             return instances
@@ -320,7 +343,7 @@ class API(CellsV2Mixin):
                              display_name: str, metadata, key_name, user_data,
                              availability_zone, block_device_mapping=(), key_data=None,
                              keypairs=None, description=None,
-                             tags=None) -> list[dict]:
+                             tags=None, security_groups=None) -> list[dict]:
         # One reservation id for the whole request; each instance its launch index.
         reservation_id = nova_utils.generate_reservation_id()
         if self.cells is not None:
@@ -328,7 +351,8 @@ class API(CellsV2Mixin):
                 context, flavor, image, num, display_name=display_name, metadata=metadata,
                 key_name=key_name, key_data=key_data, keypairs=keypairs, user_data=user_data,
                 availability_zone=availability_zone, block_device_mapping=block_device_mapping,
-                description=description, tags=tags, reservation_id=reservation_id)
+                description=description, tags=tags, reservation_id=reservation_id,
+                security_groups=security_groups)
         instances = []
         try:
             for index in range(num):
@@ -338,7 +362,7 @@ class API(CellsV2Mixin):
                     key_data=key_data, keypairs=keypairs, user_data=user_data,
                     availability_zone=availability_zone,
                     description=description, tags=tags, reservation_id=reservation_id,
-                    launch_index=index))
+                    launch_index=index, security_groups=security_groups))
                 instances.append(instance)
                 span = trace.get_current_span()
                 set_instance_attributes(span, instance)
@@ -397,7 +421,8 @@ class API(CellsV2Mixin):
     @staticmethod
     def _instance_values(context, flavor: dict, image: dict, name: str, *, metadata,
                          key_name, user_data, availability_zone, key_data=None, keypairs=None,
-                         description=None, tags=None, reservation_id=None, launch_index=0) -> dict:
+                         description=None, tags=None, reservation_id=None, launch_index=0,
+                         security_groups=None) -> dict:
         """The new instance's fields: building, waiting for the scheduler."""
         properties = image.get("properties") or {}
         return {
@@ -422,7 +447,9 @@ class API(CellsV2Mixin):
             "availability_zone": availability_zone,
             # What the server remembers of its image (nova/utils.py).
             "system_metadata": dict(nova_utils.get_system_metadata_from_image(image, flavor),
-                                    image_base_image_ref=image["id"]),
+                                    image_base_image_ref=image["id"],
+                                    **({SECURITY_GROUPS_SYSMETA: json.dumps(security_groups)}
+                                       if security_groups else {})),
         }
 
     def _destroy_unscheduled(self, context, instances: list[dict]) -> None:

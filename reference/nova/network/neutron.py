@@ -14,12 +14,16 @@ As upstream, that is two steps:
 The result is the instance's network info: a list of VIF dicts shaped like
 ``nova.network.model.VIF`` (``id``, ``address``, ``type``, ``devname`` =
 ``tap`` + port id, ``network`` with ``bridge`` = ``brq`` + network id and its
-subnets, ``active``). Left out: pre-existing ports in ``requested_networks``
-(refused), security groups, QoS, SR-IOV, the info cache and floating IPs.
+subnets, ``active``). The ports are created in the security groups the server
+asked for (``_process_security_groups``: names or ids of the project's groups;
+none, or only ``default``, leaves it to Neutron, which puts a port in its
+project's default group). Left out: pre-existing ports in ``requested_networks``
+(refused), QoS, SR-IOV, the info cache and floating IPs.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 
@@ -61,6 +65,14 @@ class NoMoreFixedIps(exception.NovaLabException):
     msg_fmt = "No fixed IP addresses available for network: %(net)s"
 
 
+class SecurityGroupNotFound(exception.NotFound):
+    msg_fmt = "Security group %(security_group_id)s not found."
+
+
+class NoUniqueMatch(exception.Conflict):
+    msg_fmt = "No Unique Match Found."
+
+
 class PortBindingFailed(exception.NovaLabException):
     msg_fmt = ("Binding failed for port %(port_id)s, please check neutron logs for more "
                "information.")
@@ -98,7 +110,38 @@ class _Client:
     def list(self, collection: str, **filters) -> list[dict]:
         params = [(k, v) for k, values in filters.items()
                   for v in (values if isinstance(values, (list, tuple)) else [values])]
-        return self._request("GET", f"/{collection}", params=params)[collection]
+        # The URL's words are hyphenated (/security-groups), the body's key is not.
+        return self._request("GET", f"/{collection.replace('_', '-')}",
+                             params=params)[collection]
+
+    def show(self, resource: str, item_id: str) -> dict:
+        return self._request("GET", f"/{resource.replace('_', '-')}s/{item_id}")[resource]
+
+    def find_resourceid_by_name_or_id(self, resource: str, name_or_id: str,
+                                      project_id: str | None = None) -> str:
+        """neutronclient's ``neutronv20.find_resourceid_by_name_or_id``: the id of the one
+        ``resource`` with that id, else with that name (in ``project_id``); 404 when
+        none, 409 (``NeutronClientNoUniqueMatch``) when the name is not unique."""
+        collection = f"{resource.replace('_', '-')}s"
+        key = f"{resource}s"
+        by_id = self._request("GET", f"/{collection}", params=[
+            ("id", name_or_id), ("fields", "id")])[key]
+        if by_id:
+            return by_id[0]["id"]
+        params = [("name", name_or_id), ("fields", "id")]
+        if project_id:
+            params.append(("tenant_id", project_id))
+        by_name = self._request("GET", f"/{collection}", params=params)[key]
+        if len(by_name) > 1:
+            raise NeutronClientException(
+                status=409, error_type="NeutronClientNoUniqueMatch",
+                reason=f"Multiple {resource} matches found for name '{name_or_id}', use an "
+                       "ID to be more specific.")
+        if not by_name:
+            raise NeutronClientException(
+                status=404, reason=f"Unable to find {resource} with name or id "
+                                   f"'{name_or_id}'")
+        return by_name[0]["id"]
 
     def create_port(self, body: dict) -> dict:
         return self._request("POST", "/ports", json=body)["port"]
@@ -147,7 +190,11 @@ class API:
         if not nets:
             LOG.debug("No network configured for %s", instance["uuid"])
             return []
-        created = self._create_ports_for_instance(context, instance, nets, neutron)
+        security_groups = self._clean_security_groups(requested_security_groups(instance))
+        security_group_ids = self._process_security_groups(instance, neutron,
+                                                           security_groups)
+        created = self._create_ports_for_instance(context, instance, nets, neutron,
+                                                  security_group_ids)
         try:
             self._update_ports_for_instance(context, instance, admin_client, created,
                                             bind_host_id)
@@ -225,13 +272,42 @@ class API:
         nets = neutron.list("networks", tenant_id=project_id, shared="false")
         return nets + neutron.list("networks", shared="true")
 
+    @staticmethod
+    def _clean_security_groups(security_groups: list[str]) -> list[str]:
+        """Only ``default`` asked for is none asked for: Neutron puts a port there anyway."""
+        return [] if not security_groups or security_groups == ["default"] \
+            else security_groups
+
+    @upstream(NEUTRON, "API._process_security_groups")
+    def _process_security_groups(self, instance, neutron: _Client,
+                                 security_groups: list[str]) -> list[str]:
+        """The ids of the requested groups: each a name (first) or an id of one of the
+        project's groups; a name two groups share is ambiguous."""
+        if not security_groups:
+            return []
+        user_groups = neutron.list("security_groups", fields=["id", "name"],
+                                   tenant_id=instance["project_id"])
+        ids = []
+        for requested in security_groups:
+            names = [g["id"] for g in user_groups if g["name"] == requested]
+            if len(names) > 1:
+                raise NoUniqueMatch(f"Multiple security groups found matching "
+                                    f"'{requested}'. Use an ID to be more specific.")
+            uuid_match = [g["id"] for g in user_groups if g["id"] == requested]
+            if not names and not uuid_match:
+                raise SecurityGroupNotFound(security_group_id=requested)
+            ids.append((names or uuid_match)[0])
+        return ids
+
     @upstream(NEUTRON, "API._create_ports_for_instance")
-    def _create_ports_for_instance(self, context, instance, nets, neutron) -> list[dict]:
+    def _create_ports_for_instance(self, context, instance, nets, neutron,
+                                   security_group_ids=()) -> list[dict]:
         created = []
         try:
             for network in nets:
                 created.append(self._create_port_minimal(
-                    context, neutron, instance, network["id"], network.get("_fixed_ip")))
+                    context, neutron, instance, network["id"], network.get("_fixed_ip"),
+                    list(security_group_ids)))
         except Exception:
             self._delete_ports(neutron, instance, [p["id"] for p in created])
             raise
@@ -239,11 +315,14 @@ class API:
 
     @upstream(NEUTRON, "API._create_port_minimal")
     def _create_port_minimal(self, context, port_client: _Client, instance: dict,
-                             network_id: str, fixed_ip: str | None = None) -> dict:
+                             network_id: str, fixed_ip: str | None = None,
+                             security_group_ids: list[str] | None = None) -> dict:
         body = {"port": {"device_id": instance["uuid"], "network_id": network_id,
                          "admin_state_up": True, "tenant_id": instance["project_id"]}}
         if fixed_ip:
             body["port"]["fixed_ips"] = [{"ip_address": str(fixed_ip)}]
+        if security_group_ids:
+            body["port"]["security_groups"] = security_group_ids
         try:
             port = port_client.create_port(body)
         except NeutronClientException as exc:
@@ -403,3 +482,18 @@ class API:
                     failed = exc
         if failed is not None and raise_if_fail:
             raise failed
+
+
+# The groups a server asked for, as they travel from nova-api to nova-compute.
+SECURITY_GROUPS_SYSMETA = "security_groups"
+
+
+def requested_security_groups(instance: dict) -> list[str]:
+    """The groups (names or ids, ``default`` as such) asked for at create.
+
+    Upstream keeps them as the instance's ``security_groups`` (the
+    ``security_group_instance_association`` table) and hands them to the compute
+    host in ``build_and_run_instance``; novalab keeps them in the instance's
+    system metadata, which reaches the host with the instance."""
+    value = (instance.get("system_metadata") or {}).get(SECURITY_GROUPS_SYSMETA)
+    return json.loads(value) if value else []

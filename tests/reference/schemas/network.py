@@ -1,6 +1,7 @@
 """Neutron v2.0 response bodies novalab returns, from the Networking API reference
 (https://docs.openstack.org/api-ref/network/v2/), as JSON schemas with additional
-properties forbidden: networks, subnets and ports, one and listed.
+properties forbidden: networks, subnets, ports, security groups and their rules, one
+and listed.
 
 Each lists the attributes the reference gives the resource and the extensions a
 DevStack Neutron has loaded; ``required`` holds what novalab must always send.
@@ -84,6 +85,39 @@ port = {
                        "type": "boolean"}},
     "required": ["id", "network_id", "admin_state_up", "mac_address", "fixed_ips",
                  "device_id", "device_owner", "status", "tenant_id"],
+    "additionalProperties": False,
+}
+
+# Security groups and rules (the security-group and stateful-security-group
+# extensions). Left out as novalab does not back them: ``shared`` (RBAC), ``tags``,
+# ``remote_address_group_id`` (address groups).
+_standard = {"tenant_id": {"type": "string"}, "project_id": {"type": "string"},
+             "description": {"type": "string"}, "created_at": {"type": "string"},
+             "updated_at": {"type": "string"}, "revision_number": {"type": "integer"}}
+_int_or_null = {"type": ["integer", "null"]}
+security_group_rule = {
+    "type": "object",
+    "properties": {**_standard,
+                   "id": {"type": "string"}, "security_group_id": {"type": "string"},
+                   "direction": {"enum": ["ingress", "egress"]},
+                   "ethertype": {"enum": ["IPv4", "IPv6"]},
+                   "protocol": _string_or_null, "port_range_min": _int_or_null,
+                   "port_range_max": _int_or_null, "remote_ip_prefix": _string_or_null,
+                   "normalized_cidr": _string_or_null, "remote_group_id": _string_or_null,
+                   "belongs_to_default_sg": {"type": ["boolean", "null"]}},
+    "required": ["id", "security_group_id", "direction", "ethertype", "protocol",
+                 "port_range_min", "port_range_max", "remote_ip_prefix", "remote_group_id",
+                 "tenant_id", "project_id"],
+    "additionalProperties": False,
+}
+security_group = {
+    "type": "object",
+    "properties": {**_standard,
+                   "id": {"type": "string"}, "name": {"type": "string"},
+                   "stateful": {"type": "boolean"},
+                   "security_group_rules": {"type": "array", "items": security_group_rule}},
+    "required": ["id", "name", "description", "tenant_id", "project_id", "stateful",
+                 "security_group_rules"],
     "additionalProperties": False,
 }
 

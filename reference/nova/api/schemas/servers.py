@@ -14,11 +14,13 @@ of ``{uuid, port, fixed_ip}``, counts positive, ``user_data`` base64 of at most
   ``"none"``;
 - 2.42 the device tags again; 2.52 the server's ``tags``.
 
+``security_groups`` is a list of ``{"name": ...}``, each a group's name or id
+(resolved in Neutron by ``compute_api``).
+
 Left out because novalab has no use for them: ``personality`` (injected files,
 gone in 2.57 anyway) and the legacy ``block_device_mapping``; ``adminPass``
-(novalab sets no guest password: no config drive, no injection) and
-``security_groups`` (no security groups yet), so a request naming them is
-refused rather than silently ignored. A device tag passes the schema but is
+(novalab sets no guest password: no config drive, no injection), so a request
+naming it is refused rather than silently ignored. A device tag passes the schema but is
 refused by the controller: novalab does not give the guest device metadata.
 """
 
@@ -86,6 +88,10 @@ base_create = {
                 "config_drive": types.boolean,
                 "block_device_mapping_v2": {"type": "array", "maxItems": 32,
                                             "items": block_device_mapping_v2},
+                # A name or an id: parameter_types.name allows both.
+                "security_groups": {"type": "array", "maxItems": 32, "items": {
+                    "type": "object", "properties": {"name": types.name},
+                    "additionalProperties": False}},
             },
             "required": ["name", "flavorRef"],
             "additionalProperties": False,

@@ -134,13 +134,14 @@ def test_create_show_list_delete(cloud, login):
     assert response.status_code == 202
     created = response.json()["server"]
     assert response.headers["Location"].endswith(f"/servers/{created['id']}")
-    # Nothing claimed that nothing backs: no guest password, no security groups.
-    assert "adminPass" not in created and "security_groups" not in created
+    # Nothing claimed that nothing backs: no guest password. The groups: as asked.
+    assert "adminPass" not in created
+    assert created["security_groups"] == [{"name": "default"}]
     server = wait_status(session, created["id"])
     assert server["status"] == "ACTIVE"
     assert server["metadata"] == {"purpose": "test"}
     assert server["hostId"] and "OS-EXT-SRV-ATTR:host" not in server  # not admin
-    assert "security_groups" not in server
+    assert server["security_groups"] == [{"name": "default"}]  # its port's, in Neutron
     listed = session.request("GET", f"{session.compute}/servers").json()["servers"]
     assert [s["id"] for s in listed] == [created["id"]]
     detail = session.request("GET", f"{session.compute}/servers/detail").json()["servers"]
@@ -284,8 +285,7 @@ def test_boot_from_volume_and_delete_leaves_nothing(cloud, login):
     assert ports == []
 
 
-@pytest.mark.parametrize("field", [{"adminPass": "s3cret"},
-                                   {"security_groups": [{"name": "default"}]}])
+@pytest.mark.parametrize("field", [{"adminPass": "s3cret"}])
 def test_options_nothing_backs_are_refused_not_ignored(shared_cloud, login, field):
     session = login(shared_cloud)
     response = create(session, shared_cloud, **field)

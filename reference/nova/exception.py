@@ -61,3 +61,7 @@ class ConsoleNotAvailable(exception.NotFound):
 
 class InstanceNotReady(exception.Conflict):
     msg_fmt = "Instance %(instance_id)s is not ready"
+
+
+class HostBinaryNotFound(exception.NotFound):
+    msg_fmt = "Compute host %(host)s with binary %(binary)s could not be found."

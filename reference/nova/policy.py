@@ -85,6 +85,24 @@ RULES = {
     "os_compute_api:os-volumes-attachments:show": policy.PROJECT_READER_OR_ADMIN,
     "os_compute_api:os-volumes-attachments:create": policy.PROJECT_MEMBER_OR_ADMIN,
     "os_compute_api:os-volumes-attachments:delete": policy.PROJECT_MEMBER_OR_ADMIN,
+    # nova/policies/hypervisors.py, services.py, aggregates.py: the cloud's hosts are
+    # the admins' business; availability_zone.py: anyone may see the zones' names,
+    # admins their hosts; simple_tenant_usage.py: a project's readers its own usage.
+    "os_compute_api:os-hypervisors:list": policy.ADMIN,
+    "os_compute_api:os-hypervisors:list-detail": policy.ADMIN,
+    "os_compute_api:os-hypervisors:statistics": policy.ADMIN,
+    "os_compute_api:os-hypervisors:show": policy.ADMIN,
+    "os_compute_api:os-hypervisors:uptime": policy.ADMIN,
+    "os_compute_api:os-hypervisors:search": policy.ADMIN,
+    "os_compute_api:os-hypervisors:servers": policy.ADMIN,
+    "os_compute_api:os-services:list": policy.ADMIN,
+    "os_compute_api:os-services:update": policy.ADMIN,
+    "os_compute_api:os-services:delete": policy.ADMIN,
+    "os_compute_api:os-aggregates:index": policy.ADMIN,
+    "os_compute_api:os-availability-zone:list": policy.ANYONE,
+    "os_compute_api:os-availability-zone:detail": policy.ADMIN,
+    "os_compute_api:os-simple-tenant-usage:show": policy.PROJECT_READER_OR_ADMIN,
+    "os_compute_api:os-simple-tenant-usage:list": policy.ADMIN,
 }
 
 ENFORCER = policy.Enforcer(RULES)

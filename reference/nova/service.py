@@ -33,6 +33,7 @@ from novalab.reference.nova.scheduler import conf as scheduler_conf
 from novalab.reference.nova.scheduler.client.report import SchedulerReportClient
 from novalab.reference.nova.scheduler.manager import SchedulerManager
 from novalab.reference.nova.scheduler.rpcapi import SchedulerAPI
+from novalab.reference.nova.servicegroup import Heartbeat
 from novalab.reference.nova.virt.images import ImageFetcher
 from novalab.reference.nova.virt.libvirt.driver import LibvirtDriver
 from novalab.reference.nova.virt.libvirt.qemu_standin import QemuRbdStandIn
@@ -112,7 +113,15 @@ def nova_conductor(w: Wiring, host: str = CONTROLLER) -> ConductorManager:
     else:
         w.rpc_server("conductor", host, [manager, _compute_task_manager(w, service, host)],
                      tracer)
+    _report_state(w, manager.db, host, "nova-conductor", "conductor")
     return manager
+
+
+def _report_state(w: Wiring, db, host: str, binary: str, topic: str) -> None:
+    """The service's row and heartbeat (``Service.start``: ``service_ref``, then the
+    servicegroup's periodic ``report_state``), for the services that write it themselves."""
+    heartbeat = Heartbeat(db, host, binary, topic, w.config.report_interval).start()
+    w.on_stop(heartbeat.stop)
 
 
 def nova_super_conductor(w: Wiring, host: str = CONTROLLER) -> ComputeTaskManager:
@@ -139,6 +148,7 @@ def nova_scheduler(w: Wiring, host: str = CONTROLLER) -> SchedulerManager:
                                state_dir=w.config.state_dir,
                                placement_client=placement_client)
     w.rpc_server("scheduler", host, [manager], tracer)
+    _report_state(w, db, host, "nova-scheduler", "scheduler")
     return manager
 
 

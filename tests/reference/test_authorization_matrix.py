@@ -162,6 +162,28 @@ ACTIONS = [
     Action("compute:os-quota-sets:update", "nova", "PUT",
            "/v2.1/os-quota-sets/{owner_project}", ADMIN_ONLY(200),
            body={"quota_set": {"instances": 200}}),  # above any usage the cells make
+    # The admin views (nova/policies/hypervisors.py, services.py, aggregates.py,
+    # availability_zone.py, simple_tenant_usage.py): the hosts are the admins'; the zones'
+    # names anyone's; a project's usage its readers'.
+    Action("compute:os-hypervisors:list", "nova", "GET", "/v2.1/os-hypervisors",
+           ADMIN_ONLY(200)),
+    Action("compute:os-hypervisors:statistics", "nova", "GET",
+           "/v2.1/os-hypervisors/statistics", ADMIN_ONLY(200)),
+    Action("compute:os-services:list", "nova", "GET", "/v2.1/os-services", ADMIN_ONLY(200)),
+    Action("compute:os-services:update", "nova", "PUT", "/v2.1/os-services/enable",
+           ADMIN_ONLY(200), body={"host": "compute-1", "binary": "nova-compute"}),
+    Action("compute:os-services:delete", "nova", "DELETE", "/v2.1/os-services/999999",
+           ADMIN_ONLY(404)),
+    Action("compute:os-aggregates:index", "nova", "GET", "/v2.1/os-aggregates",
+           ADMIN_ONLY(200)),
+    Action("compute:os-availability-zone:list", "nova", "GET", "/v2.1/os-availability-zone",
+           _row(200, 200, 200, 200, 200, 200)),
+    Action("compute:os-availability-zone:detail", "nova", "GET",
+           "/v2.1/os-availability-zone/detail", ADMIN_ONLY(200)),
+    Action("compute:os-simple-tenant-usage:show", "nova", "GET",
+           "/v2.1/os-simple-tenant-usage/{owner_project}", NAMED_PROJECT_READ()),
+    Action("compute:os-simple-tenant-usage:list", "nova", "GET",
+           "/v2.1/os-simple-tenant-usage", ADMIN_ONLY(200)),
     # Placement (placement/policies/*.py): admin, and the service role nova calls with.
     Action("placement:resource_providers:list", "placement", "GET", "/resource_providers",
            _row(403, 403, 403, 200, 403, 200)),

@@ -232,6 +232,55 @@ def test_compute_update_body(users, booted, version):
         assert shown["description"] == f"set at {version}"
 
 
+@pytest.mark.parametrize("version", ["2.1", "2.53", "2.61"])
+def test_admin_view_bodies(users, booted, version):
+    """Hypervisors, services, availability zones and usage at ``version`` (issue 12):
+    integer ids below 2.53, uuids from it; the booted servers on the hypervisors."""
+    call = Client(users["admin"], version)
+    compute = users["admin"].compute
+    minor = int(version.split(".")[1])
+    listed = check(call("GET", f"{compute}/os-hypervisors"),
+                   tempest("hypervisors", version, "list_search_hypervisors"))["hypervisors"]
+    assert isinstance(listed[0]["id"], str if minor >= 53 else int)
+    detail = check(call("GET", f"{compute}/os-hypervisors/detail"),
+                   tempest("hypervisors", version, "list_hypervisors_detail"))["hypervisors"]
+    assert sum(h["running_vms"] for h in detail) >= len(booted)
+    check(call("GET", f"{compute}/os-hypervisors/{listed[0]['id']}"),
+          tempest("hypervisors", version, "get_hypervisor"))
+    check(call("GET", f"{compute}/os-hypervisors/statistics"),
+          tempest("hypervisors", version, "get_hypervisor_statistics"))
+    if minor >= 53:
+        check(call("GET", f"{compute}/os-hypervisors?with_servers=true"),
+              tempest("hypervisors", version, "list_search_hypervisors"))
+    else:
+        check(call("GET", f"{compute}/os-hypervisors/compute/search"),
+              tempest("hypervisors", version, "list_search_hypervisors"))
+        check(call("GET", f"{compute}/os-hypervisors/compute/servers"),
+              tempest("hypervisors", version, "get_hypervisors_servers"))
+    services = check(call("GET", f"{compute}/os-services"),
+                     tempest("services", version, "list_services"))["services"]
+    assert {"nova-compute", "nova-scheduler", "nova-conductor"} <= \
+        {s["binary"] for s in services}
+    compute_service = [s for s in services if s["binary"] == "nova-compute"][0]
+    if minor >= 53:
+        check(call("PUT", f"{compute}/os-services/{compute_service['id']}",
+                   json={"status": "enabled"}),
+              tempest("services", version, "update_service"))
+    else:
+        check(call("PUT", f"{compute}/os-services/enable",
+                   json={"host": compute_service["host"], "binary": "nova-compute"}),
+              tempest("services", version, "enable_disable_service"))
+    check(call("GET", f"{compute}/os-availability-zone"),
+          tempest("availability_zone", version, "list_availability_zone_list"))
+    check(call("GET", f"{compute}/os-availability-zone/detail"),
+          tempest("availability_zone", version, "list_availability_zone_list_detail"))
+    usages = check(call("GET", f"{compute}/os-simple-tenant-usage?detailed=1"),
+                   tempest("tenant_usages", version, "list_tenant_usage"))["tenant_usages"]
+    assert usages and usages[0]["total_hours"] > 0
+    check(call("GET", f"{compute}/os-simple-tenant-usage/{users['demo'].project_id}"),
+          tempest("tenant_usages", version, "get_tenant_usage"))
+
+
 @pytest.mark.parametrize("version, tags", [("2.1", None), ("2.19", None), ("2.37", None),
                                            ("2.52", ["t"])])
 def test_create_schema_follows_the_version(shared_cloud, users, version, tags):

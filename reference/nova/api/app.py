@@ -13,7 +13,9 @@ from novalab.reference.common.wsgi import (
 from novalab.reference.keystone.middleware import AuthProtocol
 from novalab.reference.nova.api import (
     actions,
+    availability_zone,
     flavors,
+    hypervisors,
     instance_actions,
     keypairs,
     quota_sets,
@@ -23,7 +25,9 @@ from novalab.reference.nova.api import (
     server_external_events,
     server_tags,
     servers,
+    services,
     shelve,
+    simple_tenant_usage,
     versions,
     volume_attachments,
 )
@@ -77,4 +81,9 @@ def create_app(db: Database, compute_api: ComputeAPI, auth: AuthProtocol, tracer
     quota_sets.register(app, compute_api.quotas, tracer)
     keypairs.register(app, compute_api, tracer)
     volume_attachments.register(app, compute_api, tracer)
+    # The admin views of the cloud's hosts and services, and the projects' usage.
+    hypervisors.register(app, db, tracer)
+    services.register(app, db, tracer)
+    availability_zone.register(app, db, tracer)
+    simple_tenant_usage.register(app, db, tracer)
     return app

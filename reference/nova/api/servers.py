@@ -36,7 +36,7 @@ from novalab.reference.nova.api.schemas.parameter_types import is_true
 from novalab.reference.nova.compute import instance_actions
 from novalab.reference.nova.compute.api import API as ComputeAPI
 from novalab.reference.nova.db import api as db_api
-from novalab.reference.nova.scheduler.host_manager import service_is_up
+from novalab.reference.nova.servicegroup import service_is_up
 from novalab.tracing import attributes as attr
 from novalab.tracing.spans import set_instance_attributes, upstream
 

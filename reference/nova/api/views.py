@@ -10,6 +10,7 @@ import hashlib
 from datetime import datetime
 
 from novalab.reference.nova.api import versions
+from novalab.reference.nova.availability_zones import get_instance_availability_zone
 from novalab.reference.nova.compute import task_states, vm_states
 
 _STATE_MAP = {
@@ -127,7 +128,7 @@ def server_detail(base: str, instance: dict, fault: dict | None, *, is_admin: bo
         "accessIPv6": "",
         "links": _link(base, "servers", instance["uuid"]),
         "OS-DCF:diskConfig": "MANUAL",
-        "OS-EXT-AZ:availability_zone": instance.get("availability_zone") or "",
+        "OS-EXT-AZ:availability_zone": get_instance_availability_zone(instance),
         "config_drive": "",
         "key_name": instance.get("key_name"),
         "OS-SRV-USG:launched_at": _usage_time(instance.get("launched_at")),

@@ -31,6 +31,7 @@ from novalab.reference.common.quota import OverQuota
 from novalab.reference.nova import exception as nova_exception
 from novalab.reference.nova import quota
 from novalab.reference.nova import utils as nova_utils
+from novalab.reference.nova.availability_zones import DEFAULT_AVAILABILITY_ZONE
 from novalab.reference.nova.compute import (
     instance_actions,
     keypairs,
@@ -51,8 +52,6 @@ from novalab.tracing.spans import set_instance_attributes, upstream
 
 LOG = logging.getLogger(__name__)
 _API = "nova/compute/api.py"
-# CONF.default_availability_zone: the zone of every compute host not in an aggregate.
-DEFAULT_AVAILABILITY_ZONE = "nova"
 # What a snapshot must not inherit from the server's image (compute/utils.py's
 # NON_INHERITABLE_IMAGE_PROPERTIES and CONF.non_inheritable_image_properties).
 NON_INHERITABLE_IMAGE_PROPERTIES = frozenset((

@@ -134,10 +134,10 @@ class ComputeManager(ShelveMixin, VolumeAttachMixin, PowerMixin):
         context = context or get_admin_context()
         resources = self.driver.get_available_resource(self.nodename)
         values = {"host": self.host, "hypervisor_hostname": self.nodename}
-        for key in ("vcpus", "memory_mb", "local_gb", "vcpus_used", "memory_mb_used",
-                    "local_gb_used", "hypervisor_type", "hypervisor_version", "cpu_info",
-                    "supported_instances"):
+        for key in ("vcpus", "memory_mb", "local_gb", "hypervisor_type",
+                    "hypervisor_version", "cpu_info", "supported_instances"):
             values[key] = resources[key]
+        values.update(self._usage_from_instances(context))
         node = self.conductor_api.compute_node_update(context, values)
         if self.reportclient is not None:
             self._update_to_placement(context, node)
@@ -159,6 +159,31 @@ class ComputeManager(ShelveMixin, VolumeAttachMixin, PowerMixin):
             "MEMORY_MB": inventory(node["memory_mb"], node["ram_allocation_ratio"],
                                    RESERVED_HOST_MEMORY_MB),
             "DISK_GB": inventory(node["local_gb"], node["disk_allocation_ratio"])})
+
+    @upstream("nova/compute/resource_tracker.py", "ResourceTracker._update_usage_from_instances")
+    def _usage_from_instances(self, context) -> dict:
+        """What the instances on this host use, as the resource tracker counts it (not
+        what libvirt's domains hold): each one's flavor, plus the memory reserved for
+        the host itself (``reserved_host_memory_mb``); ``running_vms`` is their number."""
+        instances = [i for i in self.conductor_api.instance_get_all_by_host(context, self.host)
+                     if i["vm_state"] not in (vm_states.DELETED, vm_states.SHELVED_OFFLOADED)]
+        return {"vcpus_used": sum(i["vcpus"] for i in instances),
+                "memory_mb_used": RESERVED_HOST_MEMORY_MB + sum(i["memory_mb"]
+                                                               for i in instances),
+                "local_gb_used": sum(i["root_gb"] + (i["ephemeral_gb"] or 0)
+                                     for i in instances),
+                "running_vms": len(instances)}
+
+    @upstream("nova/compute/resource_tracker.py", "ResourceTracker._update")
+    def _update_usage(self, context) -> None:
+        """The node's usage saved again after an instance came or went (the tracker's
+        ``instance_claim`` and ``update_usage``): what ``hypervisor show`` reads."""
+        try:
+            self.conductor_api.compute_node_update(context, {
+                "host": self.host, "hypervisor_hostname": self.nodename,
+                **self._usage_from_instances(context)})
+        except Exception:  # the next claim or restart corrects it; the build goes on
+            LOG.exception("%s: could not update the compute node's usage", self.host)
 
     def report_state(self) -> None:
         """One heartbeat: the scheduler's ComputeFilter trusts hosts that report."""
@@ -259,6 +284,7 @@ class ComputeManager(ShelveMixin, VolumeAttachMixin, PowerMixin):
             LOG.warning("Build of instance %s could not start: %s", instance["uuid"], exc)
             self._set_instance_error_state(context, instance, exc)
             return
+        self._update_usage(context)  # the claim: this host now holds the instance
         try:
             with EventReporter(context, self.conductor_api, BUILD_EVENT, self.host,
                                instance["uuid"]):
@@ -576,3 +602,4 @@ class ComputeManager(ShelveMixin, VolumeAttachMixin, PowerMixin):
         finally:
             self.instance_events.forget_instance(instance["uuid"])
         self._instance_locks.pop(instance["uuid"], None)
+        self._update_usage(context)  # _complete_deletion: the resources are free again

@@ -6,6 +6,7 @@ touches the database, it asks the conductor over RPC.
 
 from __future__ import annotations
 
+import uuid as uuidlib
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -53,7 +54,16 @@ def to_dict(row) -> dict:
         values["tags"] = [t.tag for t in row.tags]
     elif isinstance(row, Flavor):
         values["extra_specs"] = {spec.key: spec.value for spec in row.extra_specs}
+    elif isinstance(row, Service):
+        values["uuid"] = service_uuid(row.id, row.host, row.binary)
     return values
+
+
+def service_uuid(service_id: int, host: str, binary: str) -> str:
+    """The service's uuid (2.53's ``id``): upstream keeps a random one in a column;
+    novalab derives it from the row, which never changes (docs/decisions.md)."""
+    return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL,
+                             f"novalab:service:{service_id}:{host}:{binary}"))
 
 
 # Instances ----------------------------------------------------------------------------
@@ -325,6 +335,83 @@ def service_report(db: Database, service_id: int) -> dict:
         row.report_count += 1
         row.last_seen_up = utcnow()
         return to_dict(row)
+
+
+def service_get(db: Database, service_id: int | None = None,
+                uuid: str | None = None) -> dict:
+    """One live service by its id (before 2.53) or uuid (2.53 on)."""
+    for service in service_get_all(db):
+        if service["id"] == service_id or service["uuid"] == uuid:
+            return service
+    raise exception.ServiceNotFound(service_id=uuid or service_id)
+
+
+def service_get_by_host_and_binary(db: Database, host: str, binary: str) -> dict:
+    with db.session() as session:
+        row = session.scalars(select(Service).where(
+            Service.host == host, Service.binary == binary, Service.deleted == 0)).first()
+        if row is None:
+            raise nova_exception.HostBinaryNotFound(host=host, binary=binary)
+        return to_dict(row)
+
+
+def service_update(db: Database, service_id: int, values: dict) -> dict:
+    with db.session() as session:
+        row = session.get(Service, service_id)
+        if row is None or row.deleted:
+            raise exception.ServiceNotFound(service_id=service_id)
+        for key, value in values.items():
+            setattr(row, key, value)
+        row.updated_at = utcnow()  # a save, even of the same values (Service.save)
+        session.flush()
+        return to_dict(row)
+
+
+def service_destroy(db: Database, service_id: int) -> None:
+    """Soft-delete the service and, for a compute service, its nodes (``Service.destroy``)."""
+    with db.session() as session:
+        row = session.get(Service, service_id)
+        if row is None or row.deleted:
+            raise exception.ServiceNotFound(service_id=service_id)
+        now = utcnow()
+        row.deleted, row.deleted_at = row.id, now
+        if row.binary == "nova-compute":
+            session.execute(update(ComputeNode).where(
+                ComputeNode.host == row.host, ComputeNode.deleted == 0)
+                .values(deleted=ComputeNode.id, deleted_at=now))
+
+
+def instance_count_by_host(db: Database, host: str) -> int:
+    """``InstanceList.get_count_by_hosts``: live instances on ``host``."""
+    with db.session() as session:
+        return session.scalar(select(func.count(Instance.id)).where(
+            Instance.host == host, Instance.deleted == 0))
+
+
+def instance_get_active_by_window(db: Database, begin: datetime, end: datetime | None = None,
+                                  project_id: str | None = None, limit: int | None = None,
+                                  marker: str | None = None) -> list[dict]:
+    """``instance_get_active_by_window_joined``: instances, deleted ones too, that ran
+    at some time in [begin, end): not terminated before ``begin``, launched before
+    ``end``; ordered by project and uuid, paged by an instance's uuid."""
+    query = select(Instance).where(or_(Instance.terminated_at.is_(None),
+                                       Instance.terminated_at > begin))
+    if end is not None:
+        query = query.where(Instance.launched_at < end)
+    if project_id is not None:
+        query = query.where(Instance.project_id == project_id)
+    with db.session() as session:
+        if marker is not None:
+            row = session.scalars(select(Instance).where(Instance.uuid == marker)).first()
+            if row is None:
+                raise nova_exception.MarkerNotFound(marker=marker)
+            query = query.where(or_(Instance.project_id > row.project_id,
+                                    and_(Instance.project_id == row.project_id,
+                                         Instance.uuid > row.uuid)))
+        query = query.order_by(Instance.project_id, Instance.uuid)
+        if limit is not None:
+            query = query.limit(limit)
+        return [to_dict(r) for r in session.scalars(query)]
 
 
 # Block device mappings --------------------------------------------------------------------

@@ -20,10 +20,9 @@ import logging
 import os
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from pathlib import Path
 
-from novalab.reference.common.db import Database, utcnow
+from novalab.reference.common.db import Database
 from novalab.reference.common.exception import NovaLabException
 from novalab.reference.nova.db import api as db_api
 from novalab.reference.nova.scheduler import filters, weights
@@ -41,11 +40,11 @@ from novalab.reference.nova.scheduler.loadables import (
     weigher_classes,
     world_writable,
 )
+from novalab.reference.nova.servicegroup import SERVICE_DOWN_TIME, service_is_up  # noqa: F401
 from novalab.tracing.spans import upstream
 
 LOG = logging.getLogger(__name__)
 
-SERVICE_DOWN_TIME = timedelta(seconds=60)
 
 
 @dataclass
@@ -74,14 +73,6 @@ class HostState:
         self.free_disk_gb -= flavor["root_gb"] + flavor.get("ephemeral_gb", 0)
         self.vcpus_used += flavor["vcpus"]
         self.num_instances += 1
-
-
-def service_is_up(service: dict, now: datetime | None = None) -> bool:
-    """The servicegroup DB driver's test: a heartbeat within ``service_down_time``."""
-    if service.get("forced_down"):
-        return False
-    last = service.get("last_seen_up") or service.get("updated_at") or service.get("created_at")
-    return last is not None and (now or utcnow()) - last <= SERVICE_DOWN_TIME
 
 
 @dataclass

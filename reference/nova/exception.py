@@ -65,3 +65,28 @@ class InstanceNotReady(exception.Conflict):
 
 class HostBinaryNotFound(exception.NotFound):
     msg_fmt = "Compute host %(host)s with binary %(binary)s could not be found."
+
+
+class FlavorExists(exception.Conflict):
+    msg_fmt = "Flavor with name %(name)s already exists."
+
+
+class FlavorIdExists(exception.Conflict):
+    msg_fmt = "Flavor with ID %(flavor_id)s already exists."
+
+
+class FlavorExtraSpecUpdateCreateFailed(exception.Conflict):
+    msg_fmt = "Flavor %(id)s extra spec cannot be updated or created after %(retries)d retries."
+
+
+class FlavorExtraSpecsNotFound(exception.NotFound):
+    msg_fmt = "Flavor %(flavor_id)s has no extra specs with key %(extra_specs_key)s."
+
+
+class FlavorAccessExists(exception.Conflict):
+    msg_fmt = ("Flavor access already exists for flavor %(flavor_id)s and project "
+               "%(project_id)s combination.")
+
+
+class FlavorAccessNotFound(exception.NotFound):
+    msg_fmt = "Flavor access not found for %(flavor_id)s / %(project_id)s combination."

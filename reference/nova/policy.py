@@ -31,6 +31,18 @@ RULES = {
     "os_compute_api:servers:show:host_status:unknown-only": policy.ADMIN,
     "os_compute_api:os-flavor-extra-specs:index": policy.PROJECT_READER_OR_ADMIN,
     "os_compute_api:os-flavor-extra-specs:show": policy.PROJECT_READER_OR_ADMIN,
+    # nova/policies/flavor_manage.py, flavor_extra_specs.py, flavor_access.py: flavors
+    # are the cloud's; only admins make, change and delete them, write their extra
+    # specs, and say which projects a private one is for.
+    "os_compute_api:os-flavor-manage:create": policy.ADMIN,
+    "os_compute_api:os-flavor-manage:update": policy.ADMIN,
+    "os_compute_api:os-flavor-manage:delete": policy.ADMIN,
+    "os_compute_api:os-flavor-extra-specs:create": policy.ADMIN,
+    "os_compute_api:os-flavor-extra-specs:update": policy.ADMIN,
+    "os_compute_api:os-flavor-extra-specs:delete": policy.ADMIN,
+    "os_compute_api:os-flavor-access": policy.ADMIN,
+    "os_compute_api:os-flavor-access:add_tenant_access": policy.ADMIN,
+    "os_compute_api:os-flavor-access:remove_tenant_access": policy.ADMIN,
     # nova/policies/servers.py and shelve.py: the server actions novalab has.
     "os_compute_api:servers:create_image": policy.PROJECT_MEMBER_OR_ADMIN,
     "os_compute_api:os-shelve:shelve": policy.PROJECT_MEMBER_OR_ADMIN,

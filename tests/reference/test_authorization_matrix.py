@@ -154,6 +154,24 @@ ACTIONS = [
                                           "server_uuid": m.ids["server"]}]}),
     Action("compute:flavors:index", "nova", "GET", "/v2.1/flavors", LIST(unscoped=200,
                                                                        service=200)),
+    # Flavors are the admins' (nova/policies/flavor_manage.py, flavor_extra_specs.py,
+    # flavor_access.py); anyone with a role in a project reads extra specs. PUT (the
+    # description) needs 2.55, above this table's version.
+    Action("compute:os-flavor-manage:create", "nova", "POST", "/v2.1/flavors",
+           ADMIN_ONLY(200), body=lambda m, p: {"flavor": {
+               "name": f"mx-flavor-{next(m.counter)}", "ram": 64, "vcpus": 1, "disk": 1}}),
+    Action("compute:os-flavor-manage:delete", "nova", "DELETE", "/v2.1/flavors/{fresh}",
+           ADMIN_ONLY(202), fresh="flavor"),
+    Action("compute:os-flavor-extra-specs:index", "nova", "GET",
+           "/v2.1/flavors/42/os-extra_specs", _row(200, 200, 200, 200, 403, 403)),
+    Action("compute:os-flavor-extra-specs:create", "nova", "POST",
+           "/v2.1/flavors/{fresh}/os-extra_specs", ADMIN_ONLY(200),
+           body={"extra_specs": {"hw:cpu_policy": "shared"}}, fresh="flavor"),
+    Action("compute:os-flavor-access", "nova", "GET",
+           "/v2.1/flavors/{fresh}/os-flavor-access", ADMIN_ONLY(200), fresh="private_flavor"),
+    Action("compute:os-flavor-access:add_tenant_access", "nova", "POST",
+           "/v2.1/flavors/{fresh}/action", ADMIN_ONLY(200), fresh="private_flavor",
+           body=lambda m, p: {"addTenantAccess": {"tenant": m.projects["owner"]}}),
     # Nova needs a project for limits; a token without one has none to report (upstream's
     # NovaKeystoneContext refuses it outright), so novalab answers 403.
     Action("compute:limits", "nova", "GET", "/v2.1/limits", LIST(unscoped=403, service=200)),
@@ -456,6 +474,10 @@ class Matrix:
             return self.ok("owner", "POST", "cinder", f"/v3/{project}/attachments", {
                 "attachment": {"volume_uuid": self.make("volume"),
                                "instance_uuid": self.ids["server"]}})["attachment"]["id"]
+        if kind in ("flavor", "private_flavor"):
+            return self.ok("admin", "POST", "nova", "/v2.1/flavors", {"flavor": {
+                "name": f"mx-{kind}-{next(self.counter)}", "ram": 64, "vcpus": 1, "disk": 1,
+                "os-flavor-access:is_public": kind == "flavor"}})["flavor"]["id"]
         if kind in ("user", "project"):
             body = {kind: {"name": f"mx-{kind}-{next(self.counter)}"}}
             if kind == "user":

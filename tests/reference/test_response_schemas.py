@@ -281,6 +281,48 @@ def test_admin_view_bodies(users, booted, version):
           tempest("tenant_usages", version, "get_tenant_usage"))
 
 
+@pytest.mark.parametrize("version", ["2.1", "2.55", "2.61"])
+def test_flavor_management_bodies(users, version):
+    """An admin's flavor create, update (2.55), extra spec writes, access and delete."""
+    call = Client(users["admin"], version)
+    flavors = f"{users['admin'].compute}/flavors"
+    minor = int(version.split(".")[1])
+    body = {"flavor": {"name": f"schema-{version}", "ram": 64, "vcpus": 1, "disk": 1,
+                       "os-flavor-access:is_public": False}}
+    if minor >= 55:
+        body["flavor"]["description"] = f"made at {version}"
+    flavor = check(call("POST", flavors, json=body),
+                   tempest("flavors", version, "create_update_get_flavor_details"))["flavor"]
+    url = f"{flavors}/{flavor['id']}"
+    try:
+        assert ("description" in flavor) == (minor >= 55)
+        assert ("extra_specs" in flavor) == (minor >= 61)
+        if minor >= 55:
+            updated = check(call("PUT", url, json={"flavor": {"description": "changed"}}),
+                            tempest("flavors", version, "create_update_get_flavor_details"))
+            assert updated["flavor"]["description"] == "changed"
+        check(call("POST", f"{url}/os-extra_specs",
+                   json={"extra_specs": {"hw:cpu_policy": "shared"}}),
+              tempest("flavors_extra_specs", version, "set_get_flavor_extra_specs"))
+        check(call("PUT", f"{url}/os-extra_specs/hw:cpu_policy",
+                   json={"hw:cpu_policy": "dedicated"}),
+              tempest("flavors_extra_specs", version, "set_get_flavor_extra_specs_key"))
+        check(call("GET", f"{url}/os-extra_specs"),
+              tempest("flavors_extra_specs", version, "set_get_flavor_extra_specs"))
+        check(call("DELETE", f"{url}/os-extra_specs/hw:cpu_policy"),
+              tempest("flavors_extra_specs", version, "unset_flavor_extra_specs"))
+        project = users["demo"].project_id
+        access = tempest("flavors_access", version, "add_remove_list_flavor_access")
+        added = check(call("POST", f"{url}/action",
+                           json={"addTenantAccess": {"tenant": project}}), access)
+        assert added["flavor_access"] == [{"flavor_id": flavor["id"], "tenant_id": project}]
+        check(call("GET", f"{url}/os-flavor-access"), access)
+        check(call("POST", f"{url}/action", json={"removeTenantAccess": {"tenant": project}}),
+              access)
+    finally:
+        check(call("DELETE", url), tempest("flavors", version, "delete_flavor"))
+
+
 @pytest.mark.parametrize("version, tags", [("2.1", None), ("2.19", None), ("2.37", None),
                                            ("2.52", ["t"])])
 def test_create_schema_follows_the_version(shared_cloud, users, version, tags):

@@ -73,7 +73,7 @@ def create_app(db: Database, compute_api: ComputeAPI, auth: AuthProtocol, tracer
     security_groups.register(app, server_groups)
     remote_consoles.register(app, consoles)
     server_tags.register(app, compute_api, tracer)
-    flavors.register(app, flavors.FlavorsController(db))
+    flavors.register(app, flavors.FlavorsController(db, tracer))
     instance_actions.register(app, instance_actions.InstanceActionsController(
         compute_api, InstanceActionAPI(db, tracer), tracer))
     server_external_events.register(

@@ -15,30 +15,19 @@ has ``maxImageMeta`` (the metadata_items limit); from 2.57 the injected-file
 
 from __future__ import annotations
 
-import re
-
 from flask import g, jsonify, request
 
 from novalab.reference.common import exception
 from novalab.reference.common.quota import QuotaEngine
 from novalab.reference.common.wsgi import json_body
 from novalab.reference.nova import policy
-from novalab.reference.nova.api import versions
+from novalab.reference.nova.api import identity, versions
 from novalab.reference.nova.api.schemas import quota_sets as schema
 from novalab.reference.nova.api.schemas.parameter_types import is_true
 from novalab.tracing.spans import upstream
 
 _QUOTA_SETS = "nova/api/openstack/compute/quota_sets.py"
-# What a keystone project id looks like (upstream asks keystone; a longer or odder
-# id could never name a project, and would not fit the quotas table's column).
-_PROJECT_ID = re.compile(r"^[0-9a-zA-Z_-]{1,64}$")
-
-
-def _checked(project_id: str) -> str:
-    if not _PROJECT_ID.match(project_id):
-        raise exception.ValidationError(
-            detail=f"Project ID {project_id[:80]!r} is not a valid project.")
-    return project_id
+_checked = identity.verify_project_id
 
 
 # Nova's deprecated nova-network quotas (AbsoluteResource with no default: -1).

@@ -178,9 +178,11 @@ class ServersController:
         return mappings
 
     def _get_flavor(self, flavor_ref) -> dict:
+        """The flavor asked for, as the caller may see it: a private flavor their
+        project was not given, or a deleted one, is not found (400)."""
         flavor_id = str(flavor_ref).rstrip("/").rsplit("/", 1)[-1]
         try:
-            return db_api.flavor_get_by_flavor_id(self.db, flavor_id)
+            return db_api.flavor_get_by_flavor_id(self.db, flavor_id, g.context)
         except exception.FlavorNotFound as exc:
             raise exception.Invalid(f"Flavor {flavor_id} could not be found.") from exc
 

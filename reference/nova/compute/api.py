@@ -657,7 +657,10 @@ class API(CellsV2Mixin):
     def _request_spec_for(self, context, instance: dict) -> dict:
         """What the scheduler needs to place the server again (upstream reads the
         ``RequestSpec`` saved at boot; novalab rebuilds it from the instance)."""
-        flavor = db_api.flavor_get_by_flavor_id(self.db, instance["flavor_id"])
+        # The flavor the instance embedded at boot (as upstream's saved RequestSpec
+        # holds it): the flavor itself may have been deleted since.
+        flavor = instance.get("flavor") or db_api.flavor_get_by_flavor_id(
+            self.db, instance["flavor_id"])
         return {"instance_uuids": [instance["uuid"]], "num_instances": 1, "flavor": flavor,
                 "image": nova_utils.get_image_from_system_metadata(
                     instance.get("system_metadata")),

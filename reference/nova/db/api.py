@@ -11,7 +11,8 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from opentelemetry import trace
-from sqlalchemy import DateTime, and_, func, or_, select, update
+from sqlalchemy import DateTime, and_, delete, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
 
 from novalab.reference.common import exception
 from novalab.reference.common.db import Database
@@ -21,6 +22,7 @@ from novalab.reference.nova.db.models import (
     ComputeNode,
     Flavor,
     FlavorExtraSpecs,
+    FlavorProjects,
     Instance,
     InstanceAction,
     InstanceActionEvent,
@@ -244,32 +246,199 @@ def instance_fault_get_by_instance_uuids(db: Database, uuids: Iterable[str]) -> 
 
 # Flavors --------------------------------------------------------------------------------
 
+def _flavor_query(context=None):
+    """``Flavor._flavor_get_query_from_db``: an admin (and the services' own lookups,
+    with no context) sees every flavor; anyone else the public ones and the private
+    ones their project was given (``flavor_projects``)."""
+    query = select(Flavor)
+    if context is not None and not context.is_admin:
+        query = query.where(or_(Flavor.is_public.is_(True), Flavor.projects.any(
+            FlavorProjects.project_id == context.project_id)))
+    return query
+
+
+def _flavor_taken(db: Database, values: dict) -> None:
+    """The 409 for a flavor id or a name another flavor has (``FlavorIdExists`` first)."""
+    with db.session() as session:
+        if session.scalars(select(Flavor.id).where(
+                Flavor.flavorid == str(values["flavorid"]))).first() is not None:
+            raise nova_exception.FlavorIdExists(flavor_id=values["flavorid"])
+        if session.scalars(select(Flavor.id).where(
+                Flavor.name == values["name"])).first() is not None:
+            raise nova_exception.FlavorExists(name=values["name"])
+
+
 def flavor_create(db: Database, values: dict) -> dict:
+    """``_flavor_create``: a name or a flavor id already taken is a 409 (upstream
+    tells the two apart by the unique constraint the insert broke; a create racing
+    this one for the same name breaks it here too)."""
     values = dict(values)
     extra_specs = values.pop("extra_specs", None) or {}
+    _flavor_taken(db, values)
+    try:
+        with db.session() as session:
+            row = Flavor(**values)
+            session.add(row)
+            session.flush()
+            session.add_all([FlavorExtraSpecs(flavor_id=row.id, key=key, value=value)
+                             for key, value in extra_specs.items()])
+            session.flush()
+            session.refresh(row)
+            return to_dict(row)
+    except IntegrityError:
+        _flavor_taken(db, values)
+        raise
+
+
+def flavor_get_all(db: Database, context=None, *, is_public: bool | None = None,
+                   disabled: bool | None = None, min_memory_mb: int | None = None,
+                   min_root_gb: int | None = None, sort_key: str = "flavorid",
+                   sort_dir: str = "asc", limit: int | None = None,
+                   marker: str | None = None) -> list[dict]:
+    """``_flavor_get_all_from_db``: the flavors ``context`` may see, filtered.
+
+    ``is_public=True`` means the public ones and those shared with the caller's
+    project; ``False`` only the private ones; ``None`` all of them. Sorted by
+    ``sort_key`` then the row id; ``marker`` (a flavor id) starts the page after it.
+    """
+    query = _flavor_query(context)
+    if min_memory_mb is not None:
+        query = query.where(Flavor.memory_mb >= min_memory_mb)
+    if min_root_gb is not None:
+        query = query.where(Flavor.root_gb >= min_root_gb)
+    if disabled is not None:
+        query = query.where(Flavor.disabled.is_(disabled))
+    if is_public is not None:
+        the_filter = Flavor.is_public.is_(is_public)
+        if is_public and context is not None and context.project_id is not None:
+            the_filter = or_(the_filter, Flavor.projects.any(
+                FlavorProjects.project_id == context.project_id))
+        query = query.where(the_filter)
+    column = getattr(Flavor, sort_key)
+    order = (column.desc(), Flavor.id.desc()) if sort_dir == "desc" else (column, Flavor.id)
     with db.session() as session:
-        row = Flavor(**values)
-        session.add(row)
-        session.flush()
-        session.add_all([FlavorExtraSpecs(flavor_id=row.id, key=key, value=value)
-                         for key, value in extra_specs.items()])
+        rows = [to_dict(r) for r in session.scalars(query.order_by(*order))]
+        if marker is not None:
+            if session.scalars(_flavor_query(context).where(
+                    Flavor.flavorid == marker)).first() is None:
+                raise nova_exception.MarkerNotFound(marker=marker)
+    if marker is not None:
+        ids = [r["flavorid"] for r in rows]
+        rows = rows[ids.index(marker) + 1:] if marker in ids else []
+    return rows[:limit] if limit is not None else rows
+
+
+def flavor_get_by_flavor_id(db: Database, flavorid: str, context=None) -> dict:
+    """One flavor, by the id users know it by; one ``context`` may not see is not found."""
+    with db.session() as session:
+        row = session.scalars(_flavor_query(context).where(
+            Flavor.flavorid == str(flavorid)).order_by(Flavor.id)).first()
+        if row is None:
+            raise exception.FlavorNotFound(flavor_id=flavorid)
+        return to_dict(row)
+
+
+def _flavor_row(session, flavorid: str) -> Flavor:
+    row = session.scalars(select(Flavor).where(Flavor.flavorid == str(flavorid))).first()
+    if row is None:
+        raise exception.FlavorNotFound(flavor_id=flavorid)
+    return row
+
+
+def _flavor_row_exists(db: Database, flavorid: str) -> None:
+    with db.session() as session:
+        _flavor_row(session, flavorid)
+
+
+def flavor_update(db: Database, flavorid: str, values: dict) -> dict:
+    """``Flavor._save``: only the description is mutable (``MUTABLE_FIELDS``)."""
+    with db.session() as session:
+        row = _flavor_row(session, flavorid)
+        for key, value in values.items():
+            setattr(row, key, value)
         session.flush()
         session.refresh(row)
         return to_dict(row)
 
 
-def flavor_get_all(db: Database) -> list[dict]:
-    query = select(Flavor).where(Flavor.disabled.is_(False)).order_by(Flavor.memory_mb, Flavor.id)
+def flavor_destroy(db: Database, flavorid: str) -> dict:
+    """``_flavor_destroy``: the flavor, its access rows and extra specs go for good
+    (the API database hard-deletes). Instances keep the copy they embedded at boot."""
     with db.session() as session:
-        return [to_dict(r) for r in session.scalars(query)]
+        row = _flavor_row(session, flavorid)
+        flavor = to_dict(row)
+        session.execute(delete(FlavorProjects).where(FlavorProjects.flavor_id == row.id))
+        session.execute(delete(FlavorExtraSpecs).where(FlavorExtraSpecs.flavor_id == row.id))
+        session.delete(row)
+        return flavor
 
 
-def flavor_get_by_flavor_id(db: Database, flavorid: str) -> dict:
+def flavor_extra_specs_update_or_create(db: Database, flavorid: str, specs: dict,
+                                        max_retries: int = 10) -> dict:
+    """``_flavor_extra_specs_add``: keys the flavor has get the new value, others are
+    added. A write racing this one for a new key breaks the unique constraint: try
+    again (it is then an update), ``max_retries`` times at most, then a 409.
+    Returns the flavor as it now is."""
+    for _attempt in range(max_retries):
+        try:
+            with db.session() as session:
+                row = _flavor_row(session, flavorid)
+                existing = {spec.key: spec for spec in session.scalars(
+                    select(FlavorExtraSpecs).where(FlavorExtraSpecs.flavor_id == row.id,
+                                                   FlavorExtraSpecs.key.in_(list(specs))))}
+                for key, value in specs.items():
+                    if key in existing:
+                        existing[key].value = value
+                    else:
+                        session.add(FlavorExtraSpecs(flavor_id=row.id, key=key, value=value))
+                session.flush()
+                session.refresh(row)
+                return to_dict(row)
+        except IntegrityError:
+            continue  # a concurrent write committed first (or the flavor went: 404 next)
+    raise nova_exception.FlavorExtraSpecUpdateCreateFailed(id=flavorid, retries=max_retries)
+
+
+def flavor_extra_specs_delete(db: Database, flavorid: str, key: str) -> None:
+    """``_flavor_extra_specs_del``: a key the flavor does not have is a 404."""
     with db.session() as session:
-        row = session.scalars(select(Flavor).where(Flavor.flavorid == str(flavorid))).first()
-        if row is None:
-            raise exception.FlavorNotFound(flavor_id=flavorid)
-        return to_dict(row)
+        row = _flavor_row(session, flavorid)
+        result = session.execute(delete(FlavorExtraSpecs).where(
+            FlavorExtraSpecs.flavor_id == row.id, FlavorExtraSpecs.key == key))
+        if result.rowcount == 0:
+            raise nova_exception.FlavorExtraSpecsNotFound(extra_specs_key=key,
+                                                          flavor_id=flavorid)
+
+
+def flavor_access_get_by_flavor_id(db: Database, flavorid: str) -> list[str]:
+    """``_get_projects_from_db``: the projects a flavor is shared with."""
+    with db.session() as session:
+        return [p.project_id for p in _flavor_row(session, flavorid).projects]
+
+
+def flavor_access_add(db: Database, flavorid: str, project_id: str) -> list[str]:
+    """``_flavor_add_project``: a project already there is a 409."""
+    try:
+        with db.session() as session:
+            row = _flavor_row(session, flavorid)
+            session.add(FlavorProjects(flavor_id=row.id, project_id=project_id))
+    except IntegrityError:  # uniq_flavor_projects0flavor_id0project_id
+        _flavor_row_exists(db, flavorid)
+        raise nova_exception.FlavorAccessExists(flavor_id=flavorid,
+                                                project_id=project_id) from None
+    return flavor_access_get_by_flavor_id(db, flavorid)
+
+
+def flavor_access_remove(db: Database, flavorid: str, project_id: str) -> list[str]:
+    """``_flavor_del_project``: a project not there is a 404."""
+    with db.session() as session:
+        row = _flavor_row(session, flavorid)
+        result = session.execute(delete(FlavorProjects).where(
+            FlavorProjects.flavor_id == row.id, FlavorProjects.project_id == project_id))
+        if result.rowcount == 0:
+            raise nova_exception.FlavorAccessNotFound(flavor_id=flavorid,
+                                                      project_id=project_id)
+    return flavor_access_get_by_flavor_id(db, flavorid)
 
 
 # Compute nodes and services -------------------------------------------------------------

@@ -112,6 +112,8 @@ class Flavor(TimestampMixin, Base):
     description: Mapped[str | None] = mapped_column(Text)
     extra_specs: Mapped[list[FlavorExtraSpecs]] = relationship(
         viewonly=True, lazy="selectin", order_by="FlavorExtraSpecs.key")
+    projects: Mapped[list[FlavorProjects]] = relationship(
+        viewonly=True, lazy="selectin", order_by="FlavorProjects.project_id")
 
 
 class FlavorExtraSpecs(TimestampMixin, Base):
@@ -125,6 +127,18 @@ class FlavorExtraSpecs(TimestampMixin, Base):
     flavor_id: Mapped[int] = mapped_column(Integer, ForeignKey("flavors.id"), index=True)
     key: Mapped[str] = mapped_column(String(255))
     value: Mapped[str | None] = mapped_column(String(255))
+
+
+class FlavorProjects(TimestampMixin, Base):
+    """The projects a private flavor is for (``flavor_projects``, os-flavor-access)."""
+
+    __tablename__ = "flavor_projects"
+    __table_args__ = (UniqueConstraint("flavor_id", "project_id",
+                                       name="uniq_flavor_projects0flavor_id0project_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    flavor_id: Mapped[int] = mapped_column(Integer, ForeignKey("flavors.id"))
+    project_id: Mapped[str] = mapped_column(String(255))
 
 
 class Tag(Base):

@@ -276,6 +276,34 @@ def test_shelved_without_offload_starts_again_and_offloads_on_request(shared_clo
     assert image_status(demo, image_id) == 404
 
 
+def test_unshelve_after_its_flavor_was_deleted(shared_cloud, login):
+    """The server is scheduled again with the flavor it embedded at boot (upstream's
+    saved RequestSpec): deleting the flavor meanwhile strands nothing."""
+    cloud = shared_cloud
+    demo, admin = login(cloud), login(cloud, "admin")
+    flavor = {"flavor": {"name": "shelve.gone", "id": "shelve-gone", "ram": 64, "vcpus": 1,
+                         "disk": 1}}
+    assert admin.request("POST", f"{admin.compute}/flavors", json=flavor).status_code == 200
+    network = demo.request("GET", demo.client.endpoint("network") +
+                           "/v2.0/networks?name=private").json()["networks"][0]["id"]
+    response = demo.request("POST", f"{demo.compute}/servers", json={"server": {
+        "name": "flavorless", "flavorRef": "shelve-gone", "imageRef": cloud.cirros["id"],
+        "networks": [{"uuid": network}]}})
+    assert response.status_code == 202, response.text
+    server_id = response.json()["server"]["id"]
+    try:
+        wait_server(demo, server_id, "ACTIVE")
+        assert act(demo, server_id, {"shelve": None}).status_code == 202
+        wait_server(demo, server_id, "SHELVED_OFFLOADED")
+        assert admin.request("DELETE", f"{admin.compute}/flavors/shelve-gone").status_code == 202
+        assert act(demo, server_id, {"unshelve": None}).status_code == 202
+        server = wait_server(demo, server_id, "ACTIVE")
+        assert server["flavor"]["id"] == "shelve-gone"
+    finally:
+        demo.request("DELETE", f"{demo.compute}/servers/{server_id}")
+        admin.request("DELETE", f"{admin.compute}/flavors/shelve-gone")
+
+
 def test_create_image_snapshots_a_running_server(shared_cloud, login):
     cloud = shared_cloud
     demo = login(cloud)

@@ -69,7 +69,7 @@ def test_flavors(shared_cloud, login):
     session = login(shared_cloud)
     names = [f["name"] for f in session.request("GET", f"{session.compute}/flavors")
              .json()["flavors"]]
-    assert names == ["m1.nano", "m1.tiny", "m1.small"]
+    assert names == ["m1.tiny", "m1.small", "m1.nano"]  # by flavor id: "1", "2", "42"
     tiny = session.request("GET", f"{session.compute}/flavors/1").json()["flavor"]
     assert (tiny["ram"], tiny["vcpus"], tiny["disk"]) == (512, 1, 1)
     missing = session.request("GET", f"{session.compute}/flavors/m1.huge")

@@ -445,10 +445,10 @@ class SecurityGroupDbMixin:
         """The groups a new or updated port asks for, each one the port's project may use
         (an admin any); one that is not, or does not exist, is not found. ``None``:
         the port did not say (a new one then gets its project's default group)."""
-        requested = port.get("security_groups")
-        if requested is None:
+        if "security_groups" not in port:
             return None
-        requested = list(dict.fromkeys(requested))
+        # convert_none_to_empty_list: null asks for no group at all.
+        requested = list(dict.fromkeys(port["security_groups"] or []))
         with self.db.session() as session:
             rows = list(session.scalars(select(SecurityGroup).where(
                 SecurityGroup.id.in_(requested))))

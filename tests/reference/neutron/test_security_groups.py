@@ -61,6 +61,11 @@ def test_default_group_created_once_with_its_four_rules(netcloud):
     port = netcloud.request("POST", "/ports", demo, json={"port": {
         "network_id": network["id"]}}).json()["port"]
     assert port["security_groups"] == [default["id"]]
+    # An explicit empty list (or null, neutron-lib's convert_none_to_empty_list): none.
+    for empty in ([], None):
+        bare = netcloud.request("POST", "/ports", demo, json={"port": {
+            "network_id": network["id"], "security_groups": empty}}).json()["port"]
+        assert bare["security_groups"] == []
     assert [g["id"] for g in groups(netcloud, demo, "?name=default")] == [default["id"]]
     # The DHCP port, neutron's own, is in no group.
     admin = netcloud.token("admin")

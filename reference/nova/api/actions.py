@@ -61,6 +61,8 @@ class ActionResource:
 
     def register_actions(self, controller) -> None:
         for name in dir(type(controller)):
+            if isinstance(getattr(type(controller), name), property):
+                continue  # not an action, and reading one may raise (sg_api without Neutron)
             method = getattr(controller, name)
             if callable(method) and hasattr(method, "wsgi_action"):
                 self.actions[method.wsgi_action] = (

@@ -82,3 +82,18 @@ def test_server_security_groups_end_to_end(shared_cloud, login):
     assert proxy.status_code == 404
     assert "deprecated at 2.36" in proxy.json()["itemNotFound"]["message"]
     demo.request("DELETE", f"{demo.compute}/servers/{server['id']}")
+
+
+def test_requested_groups_reach_the_port_in_the_modern_topology(cloud_factory, login):
+    """Today's Nova: the groups travel with the build request to the cell's instance,
+    and nova-compute creates the port in them."""
+    cloud = cloud_factory(topology="modern")
+    demo = login(cloud, "demo")
+    web = neutron(demo, cloud, "POST", "/security-groups",
+                  json={"security_group": {"name": "web"}}).json()["security_group"]
+    response = create(demo, cloud, security_groups=[{"name": web["id"]}])
+    assert response.status_code == 202, response.text
+    server = wait_status(demo, response.json()["server"]["id"])
+    assert server["status"] == "ACTIVE", server.get("fault")
+    assert server["security_groups"] == [{"name": "web"}]
+    assert port_groups(demo, cloud, server["id"]) == [[web["id"]]]

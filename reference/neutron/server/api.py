@@ -122,6 +122,7 @@ def create_app(plugin: Ml2Plugin, auth: AuthProtocol, tracer_provider=None) -> F
         app.add_url_rule(item, f"{resource}_delete", delete, methods=["DELETE"])
 
     quotas = neutron_quotas.network_quotas(plugin.db)
+    plugin.quotas = quotas  # a new group's template rules are checked against it
     neutron_quotas.register(app, quotas)
     register("network", plugin.create_network, plugin.get_network, plugin.get_networks,
              plugin.update_network, plugin.delete_network)

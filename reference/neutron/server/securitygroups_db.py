@@ -99,6 +99,7 @@ class SecurityGroupDbMixin:
     db = None
     tracer = None
     l2_notifier = None
+    quotas = None  # the API's QuotaEngine, set by create_app
 
     # Dicts -------------------------------------------------------------------------------
 
@@ -159,6 +160,7 @@ class SecurityGroupDbMixin:
             if existing is not None:
                 return existing.security_group_id
         sg_id = str(uuid.uuid4())
+        self._quota_limit_check(project_id, 4)
         try:
             with self.db.session() as session:
                 session.add(SecurityGroup(id=sg_id, project_id=project_id, name=DEFAULT_NAME,
@@ -174,6 +176,16 @@ class SecurityGroupDbMixin:
         trace.get_current_span().add_event("default security group created", {
             attr.NEUTRON_SECURITY_GROUP_IDS: [sg_id]})
         return sg_id
+
+    def _quota_limit_check(self, project_id: str, rules: int) -> None:
+        """``quota.QUOTAS.quota_limit_check(security_group_rule=delta)``: the template's
+        rules must fit the project's rule limit (the limit alone, not its usage: a new
+        group's rules may take the project past it, as upstream)."""
+        if self.quotas is None:
+            return
+        limit = self.quotas.limits(project_id)["security_group_rule"]
+        if 0 <= limit < rules:
+            raise n_exc.OverQuota(overs="security_group_rule")
 
     @staticmethod
     def _create_rules_from_template(session: Session, project_id: str, sg_id: str,
@@ -199,6 +211,7 @@ class SecurityGroupDbMixin:
             raise n_exc.SecurityGroupDefaultAlreadyExists()
         project_id = self._project_for(context, attrs, "create_security_group")
         self._ensure_default_security_group(project_id)
+        self._quota_limit_check(project_id, 2)
         with self.db.session() as session:
             row = SecurityGroup(id=str(uuid.uuid4()), project_id=project_id,
                                 name=attrs.get("name", ""),

@@ -231,6 +231,11 @@ def test_quota_bounds_groups_and_rules(netcloud):
     details = netcloud.request("GET", f"/quotas/{project}/details", demo).json()["quota"]
     assert details["security_group"]["used"] == 2
     assert details["security_group_rule"]["used"] == 7
+    # A new group's two template rules must fit the rule limit itself (not its usage).
+    netcloud.request("PUT", f"/quotas/{project}", admin, json={"quota": {
+        "security_group": 10, "security_group_rule": 1}})
+    assert error_of(netcloud.request("POST", "/security-groups", demo, json={
+        "security_group": {"name": "too-many-rules"}})) == (409, "OverQuota")
 
 
 def _bound_port(netcloud, token, admin, **extra):

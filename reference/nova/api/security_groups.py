@@ -60,8 +60,7 @@ class SecurityGroupsController:
         self.compute_api = compute_api
         self.tracer = tracer
 
-    @property
-    def sg_api(self):
+    def _sg_api(self):
         if self.compute_api.security_group_api is None:
             raise exception.NotFound("Security groups are Neutron's, and this cloud has no "
                                      "Neutron.")
@@ -76,8 +75,8 @@ class SecurityGroupsController:
     def index(self, server_id: str):
         instance = self._instance(server_id, "list")
         try:
-            groups = self.sg_api.get_instance_security_groups(g.context, instance,
-                                                              detailed=True)
+            groups = self._sg_api().get_instance_security_groups(g.context, instance,
+                                                                 detailed=True)
         except SecurityGroupNotFound as exc:
             raise exception.NotFound(str(exc)) from exc
         rule_groups = {group["id"]: {"name": group["name"], "tenant_id": group["project_id"]}
@@ -87,7 +86,8 @@ class SecurityGroupsController:
                 remote = rule["group_id"]
                 if remote and remote not in rule_groups:
                     try:
-                        other = self.sg_api._client(g.context).show("security_group", remote)
+                        other = self._sg_api()._client(g.context).show("security_group",
+                                                                      remote)
                         rule_groups[remote] = {"name": other["name"],
                                                "tenant_id": other["tenant_id"]}
                     except Exception:  # not found, or not the caller's: the rule is hidden
@@ -97,13 +97,14 @@ class SecurityGroupsController:
         return jsonify({"security_groups": sorted(unique.values(),
                                                   key=lambda k: (k["tenant_id"], k["name"]))})
 
-    def _change(self, server_id: str, body: dict, name: str, rule: str, method) -> Response:
+    def _change(self, server_id: str, body: dict, name: str, rule: str,
+                method: str) -> Response:
         instance = self._instance(server_id, rule)
         group = body[name]["name"]
         if not group.strip():
             raise exception.ValidationError(detail="Security group name cannot be empty")
         try:
-            method(g.context, instance, group)
+            getattr(self._sg_api(), method)(g.context, instance, group)
         except SecurityGroupNotFound as exc:
             raise exception.NotFound(str(exc)) from exc
         except NoUniqueMatch as exc:
@@ -113,14 +114,13 @@ class SecurityGroupsController:
     @action("addSecurityGroup", schema.add_security_group)
     @upstream(_SG, "SecurityGroupActionController._addSecurityGroup")
     def _addSecurityGroup(self, server_id: str, body: dict):  # noqa: N802 (upstream's name)
-        return self._change(server_id, body, "addSecurityGroup", "add",
-                            self.sg_api.add_to_instance)
+        return self._change(server_id, body, "addSecurityGroup", "add", "add_to_instance")
 
     @action("removeSecurityGroup", schema.remove_security_group)
     @upstream(_SG, "SecurityGroupActionController._removeSecurityGroup")
     def _removeSecurityGroup(self, server_id: str, body: dict):  # noqa: N802
         return self._change(server_id, body, "removeSecurityGroup", "remove",
-                            self.sg_api.remove_from_instance)
+                            "remove_from_instance")
 
 
 def register(app, controller: SecurityGroupsController) -> None:

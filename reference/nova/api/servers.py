@@ -278,8 +278,10 @@ class ServersController:
         return jsonify(body)
 
     def _flavor_exists(self, flavor_id: str) -> bool:
+        """Whether the caller may see the flavor (upstream looks it up in their context:
+        a private flavor they lost access to filters to nothing)."""
         try:
-            db_api.flavor_get_by_flavor_id(self.db, flavor_id)
+            db_api.flavor_get_by_flavor_id(self.db, flavor_id, g.context)
         except exception.FlavorNotFound:
             return False
         return True

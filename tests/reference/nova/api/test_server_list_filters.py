@@ -91,3 +91,35 @@ def test_tag_filters(shared_cloud, login, servers):
     assert names(demo, "not-tags=a,b", V2_52) == {"db-1"}
     assert names(demo, "not-tags-any=a", V2_52) == {"db-1"}
     assert names(demo, "not-tags-any=b", V2_52) == set()
+
+
+def test_flavor_filter_sees_flavors_as_the_caller_does(shared_cloud, login, servers):
+    """A member filtering by a private flavor they may no longer see lists nothing, as
+    upstream's ``Flavor.get_by_flavor_id(context, ...)`` is scoped to the caller; an
+    admin filtering by it finds the server."""
+    admin, demo = login(shared_cloud, "admin"), login(shared_cloud)
+    flavors = f"{admin.compute}/flavors"
+    made = admin.request("POST", flavors, json={"flavor": {
+        "name": "filter-private", "ram": 64, "vcpus": 1, "disk": 1, "id": "filter-private",
+        "os-flavor-access:is_public": False}})
+    assert made.status_code == 200, made.text
+    action = f"{flavors}/filter-private/action"
+    access = {"tenant": demo.project_id}
+    assert admin.request("POST", action,
+                         json={"addTenantAccess": access}).status_code == 200
+    network = demo.request("GET", demo.client.endpoint("network") +
+                           "/v2.0/networks?name=private").json()["networks"][0]["id"]
+    response = demo.request("POST", f"{demo.compute}/servers", json={"server": {
+        "name": "private-1", "flavorRef": "filter-private",
+        "imageRef": shared_cloud.cirros["id"], "networks": [{"uuid": network}]}})
+    assert response.status_code == 202, response.text
+    server_id = response.json()["server"]["id"]
+    try:
+        wait_server(demo, server_id, "ACTIVE")
+        assert names(demo, "flavor=filter-private") == {"private-1"}
+        assert admin.request("POST", action,
+                             json={"removeTenantAccess": access}).status_code == 200
+        assert names(demo, "flavor=filter-private") == set()
+        assert names(admin, "flavor=filter-private&all_tenants=1") == {"private-1"}
+    finally:
+        demo.request("DELETE", f"{demo.compute}/servers/{server_id}")

@@ -147,13 +147,17 @@ def routing_message(exc: HTTPException, left_out: tuple[tuple[str, str], ...] = 
     if request.url_rule is not None and not isinstance(exc, MethodNotAllowed):
         return None  # raised by a handler: its own message
     if isinstance(exc, MethodNotAllowed):
-        return METHOD_NOT_ALLOWED % request.method
-    if not isinstance(exc, NotFound):
+        base = METHOD_NOT_ALLOWED % request.method
+    elif isinstance(exc, NotFound):
+        base = NOT_FOUND
+    else:
         return None
+    # A resource novalab serves only in part (GET /os-aggregates, say) names the gap
+    # for the methods and paths it leaves out, too.
     for pattern, what in left_out:
         if re.search(pattern, request.path):
-            return f"{NOT_FOUND} {what}: {LEFT_OUT}."
-    return NOT_FOUND
+            return f"{base} {what}: {LEFT_OUT}."
+    return base
 
 
 def install_common_handlers(app: Flask, fault=nova_fault,

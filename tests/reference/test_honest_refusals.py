@@ -92,6 +92,23 @@ def test_a_wrong_method_is_a_405_in_novas_fault_body(demo):
     assert set(response.headers["Allow"].replace(" ", "").split(",")) >= {"GET", "POST"}
 
 
+def test_a_resource_served_in_part_names_the_gap_for_the_rest(modern_cloud, login):
+    """Host aggregates: the list is there (empty: novalab has none), making or reading
+    one is left out, and says so."""
+    admin = login(modern_cloud, "admin")
+    listed = admin.request("GET", f"{admin.compute}/os-aggregates")
+    assert (listed.status_code, listed.json()) == (200, {"aggregates": []})
+    made = admin.request("POST", f"{admin.compute}/os-aggregates",
+                         json={"aggregate": {"name": "a1"}})
+    assert made.status_code == 405
+    message = made.json()["badMethod"]["message"]
+    assert message.startswith("The method POST is not allowed for this resource.")
+    assert "Host aggregates" in message and "Left out, on purpose" in message
+    shown = admin.request("GET", f"{admin.compute}/os-aggregates/1")
+    assert shown.status_code == 404
+    assert "Host aggregates" in shown.json()["itemNotFound"]["message"]
+
+
 def test_a_wrong_method_is_a_405_in_keystones_and_neutrons_bodies(demo):
     response = demo.request("PATCH", demo.client.endpoint("identity") + "/auth/tokens")
     assert response.status_code == 405

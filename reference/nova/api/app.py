@@ -68,11 +68,11 @@ def create_app(db: Database, compute_api: ComputeAPI, auth: AuthProtocol, tracer
     servers.register(app, servers_controller)
     # POST /servers/{id}/action: each controller's @action methods, by the body's key.
     consoles = remote_consoles.RemoteConsolesController(compute_api, tracer)
-    server_groups = security_groups.SecurityGroupsController(compute_api, tracer)
+    server_security_groups = security_groups.SecurityGroupsController(compute_api, tracer)
     actions.register(app, servers_controller, shelve.ShelveController(compute_api, tracer),
                      server_actions.ServerActionsController(compute_api, tracer), consoles,
-                     server_groups)
-    security_groups.register(app, server_groups)
+                     server_security_groups)
+    security_groups.register(app, server_security_groups)
     remote_consoles.register(app, consoles)
     server_tags.register(app, compute_api, tracer)
     flavors.register(app, flavors.FlavorsController(db, tracer))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from conftest import Session, make_cloud
 
 
@@ -21,6 +22,24 @@ def two_host_cloud(tmp_path_factory):
 
 def sessions(cloud) -> dict[str, Session]:
     return {"admin": Session(cloud, "admin", "admin"), "demo": Session(cloud, "demo", "demo")}
+
+
+@pytest.fixture(scope="module")
+def cloud(tmp_path_factory):
+    """Each test module's own two-host cloud (import this fixture into the module)."""
+    running = two_host_cloud(tmp_path_factory)
+    yield running
+    running.stop()
+    running.telemetry.shutdown()
+
+
+@pytest.fixture(scope="module")
+def users(cloud):
+    """``{"admin": Session, "demo": Session}`` on the module's cloud."""
+    found = sessions(cloud)
+    yield found
+    for session in found.values():
+        session.close()
 
 
 def boot(session, cloud, name="vm", **server) -> dict:

@@ -4,24 +4,11 @@ a zone whose every service is disabled is not available."""
 
 from __future__ import annotations
 
-import pytest
-from nova_admin_views import at, boot, delete, sessions, two_host_cloud
+import nova_admin_views
+from nova_admin_views import at, boot, delete
 
-
-@pytest.fixture(scope="module")
-def cloud(tmp_path_factory):
-    running = two_host_cloud(tmp_path_factory)
-    yield running
-    running.stop()
-    running.telemetry.shutdown()
-
-
-@pytest.fixture(scope="module")
-def users(cloud):
-    found = sessions(cloud)
-    yield found
-    for session in found.values():
-        session.close()
+# The module's own two-host cloud and its admin and demo sessions.
+cloud, users = nova_admin_views.cloud, nova_admin_views.users
 
 
 def zones(session, detail=False, version="2.1"):

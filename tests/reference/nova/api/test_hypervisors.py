@@ -7,29 +7,17 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+import nova_admin_views
 import pytest
-from nova_admin_views import at, boot, delete, sessions, two_host_cloud
+from nova_admin_views import at, boot, delete
 from sqlalchemy import select, update
 
 from novalab.reference.common.db import utcnow
 from novalab.reference.nova.compute.utils import compute_node_uuid
 from novalab.reference.nova.db.models import ComputeNode, Service
 
-
-@pytest.fixture(scope="module")
-def cloud(tmp_path_factory):
-    running = two_host_cloud(tmp_path_factory)
-    yield running
-    running.stop()
-    running.telemetry.shutdown()
-
-
-@pytest.fixture(scope="module")
-def users(cloud):
-    found = sessions(cloud)
-    yield found
-    for session in found.values():
-        session.close()
+# The module's own two-host cloud and its admin and demo sessions.
+cloud, users = nova_admin_views.cloud, nova_admin_views.users
 
 
 def rows(cloud) -> dict[str, dict]:

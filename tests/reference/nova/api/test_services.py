@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-from nova_admin_views import at, boot, delete, sessions, two_host_cloud
+import nova_admin_views
+from nova_admin_views import at, boot, delete
 from sqlalchemy import select
 
 from novalab.reference.common.db import utcnow
@@ -15,21 +15,8 @@ from novalab.reference.nova.db import api as db_api
 from novalab.reference.nova.db.models import Service
 from novalab.reference.nova.servicegroup import Heartbeat, service_is_up
 
-
-@pytest.fixture(scope="module")
-def cloud(tmp_path_factory):
-    running = two_host_cloud(tmp_path_factory)
-    yield running
-    running.stop()
-    running.telemetry.shutdown()
-
-
-@pytest.fixture(scope="module")
-def users(cloud):
-    found = sessions(cloud)
-    yield found
-    for session in found.values():
-        session.close()
+# The module's own two-host cloud and its admin and demo sessions.
+cloud, users = nova_admin_views.cloud, nova_admin_views.users
 
 
 def services(session, query="", version="2.1") -> list[dict]:

@@ -6,28 +6,17 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+import nova_admin_views
 import pytest
-from nova_admin_views import at, boot, delete, sessions, two_host_cloud
+from nova_admin_views import at, boot, delete
 
 from novalab.reference.common.db import utcnow
 
 _FMT = "%Y-%m-%dT%H:%M:%S.%f"
 
 
-@pytest.fixture(scope="module")
-def cloud(tmp_path_factory):
-    running = two_host_cloud(tmp_path_factory)
-    yield running
-    running.stop()
-    running.telemetry.shutdown()
-
-
-@pytest.fixture(scope="module")
-def users(cloud):
-    found = sessions(cloud)
-    yield found
-    for session in found.values():
-        session.close()
+# The module's own two-host cloud and its admin and demo sessions.
+cloud, users = nova_admin_views.cloud, nova_admin_views.users
 
 
 @pytest.fixture(scope="module")

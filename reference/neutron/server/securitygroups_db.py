@@ -222,13 +222,18 @@ class SecurityGroupDbMixin:
             self._create_rules_from_template(session, project_id, row.id, default_sg=False)
             return self._make_security_group_dict(session, row)
 
-    def get_security_groups(self, context: RequestContext,
-                            filters: dict | None = None) -> list[dict]:
-        filters = filters or {}
+    def _ensure_default_for_listing(self, context: RequestContext, filters: dict) -> None:
+        """A list, of groups or of rules, makes the listed project's default group
+        first (upstream's ``get_security_groups`` does, so a new project sees it)."""
         project = (filters.get("project_id") or filters.get("tenant_id") or
                    [context.project_id])[0]
         if project and policy.can_see_security_group(context, project):
             self._ensure_default_security_group(project)
+
+    def get_security_groups(self, context: RequestContext,
+                            filters: dict | None = None) -> list[dict]:
+        filters = filters or {}
+        self._ensure_default_for_listing(context, filters)
         query = select(SecurityGroup).order_by(SecurityGroup.created_at, SecurityGroup.id)
         for key, column in (("id", SecurityGroup.id), ("name", SecurityGroup.name),
                             ("description", SecurityGroup.description),
@@ -395,10 +400,7 @@ class SecurityGroupDbMixin:
     def get_security_group_rules(self, context: RequestContext,
                                  filters: dict | None = None) -> list[dict]:
         filters = filters or {}
-        project = (filters.get("project_id") or filters.get("tenant_id") or
-                   [context.project_id])[0]
-        if project and policy.can_see_security_group(context, project):
-            self._ensure_default_security_group(project)
+        self._ensure_default_for_listing(context, filters)
         query = select(SecurityGroupRule).order_by(SecurityGroupRule.created_at,
                                                    SecurityGroupRule.id)
         for key, column in (("id", SecurityGroupRule.id),

@@ -495,12 +495,17 @@ def service_create_or_get(db: Database, host: str, binary: str, topic: str) -> d
         return to_dict(row)
 
 
+def _live_service(session, service_id: int) -> Service:
+    row = session.get(Service, service_id)
+    if row is None or row.deleted:
+        raise exception.ServiceNotFound(service_id=service_id)
+    return row
+
+
 def service_report(db: Database, service_id: int) -> dict:
     """One heartbeat: bump ``report_count`` and ``last_seen_up`` (servicegroup's DB driver)."""
     with db.session() as session:
-        row = session.get(Service, service_id)
-        if row is None or row.deleted:
-            raise exception.ServiceNotFound(service_id=service_id)
+        row = _live_service(session, service_id)
         row.report_count += 1
         row.last_seen_up = utcnow()
         return to_dict(row)
@@ -526,9 +531,7 @@ def service_get_by_host_and_binary(db: Database, host: str, binary: str) -> dict
 
 def service_update(db: Database, service_id: int, values: dict) -> dict:
     with db.session() as session:
-        row = session.get(Service, service_id)
-        if row is None or row.deleted:
-            raise exception.ServiceNotFound(service_id=service_id)
+        row = _live_service(session, service_id)
         for key, value in values.items():
             setattr(row, key, value)
         row.updated_at = utcnow()  # a save, even of the same values (Service.save)
@@ -539,9 +542,7 @@ def service_update(db: Database, service_id: int, values: dict) -> dict:
 def service_destroy(db: Database, service_id: int) -> None:
     """Soft-delete the service and, for a compute service, its nodes (``Service.destroy``)."""
     with db.session() as session:
-        row = session.get(Service, service_id)
-        if row is None or row.deleted:
-            raise exception.ServiceNotFound(service_id=service_id)
+        row = _live_service(session, service_id)
         now = utcnow()
         row.deleted, row.deleted_at = row.id, now
         if row.binary == "nova-compute":

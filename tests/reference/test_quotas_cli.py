@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 from labs.test_openstack_cli import cloud_env, openstack, table  # noqa: F401
 
@@ -46,9 +47,13 @@ def test_quota_show_set_limits_and_enforcement_with_the_cli(cloud_env):  # noqa:
     try:
         _quota_show_set_limits_and_enforcement(demo, admin, demo_id)
     finally:
-        for name in ("quota-vm",):
-            openstack(demo, "server", "delete", "--wait", name, expect_ok=False)
+        openstack(demo, "server", "delete", "--wait", "quota-vm", expect_ok=False)
         openstack(demo, "volume", "delete", "quota-vol", expect_ok=False)
+        # cinder-volume deletes by a cast: the next test counts demo's volumes.
+        deadline = time.monotonic() + 60
+        while table(demo, "volume", "list"):
+            assert time.monotonic() < deadline, "the volume was not deleted"
+            time.sleep(0.5)
         restore(admin)
     assert {k: quotas(admin, "demo")[k] for k in DEFAULTS} == DEFAULTS
 

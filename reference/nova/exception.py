@@ -7,6 +7,7 @@ turns them into the right fault (``NotFound`` is a 404 ``itemNotFound``).
 from __future__ import annotations
 
 from novalab.reference.common import exception
+from novalab.reference.common.quota import OverQuota
 
 
 class InstanceActionNotFound(exception.NotFound):
@@ -45,6 +46,12 @@ class KeypairLimitExceeded(exception.Forbidden):
 
 class MarkerNotFound(exception.NotFound):
     msg_fmt = "Marker %(marker)s could not be found."
+
+
+class MetadataLimitExceeded(OverQuota):
+    """A ``QuotaError`` upstream (403): more metadata items than ``metadata_items``."""
+
+    msg_fmt = "Maximum number of metadata items exceeds %(allowed)d"
 
 
 class InstanceIsLocked(exception.Conflict):

@@ -71,6 +71,13 @@ RULES = {
     "os_compute_api:os-server-tags:update_all": policy.PROJECT_MEMBER_OR_ADMIN,
     "os_compute_api:os-server-tags:delete": policy.PROJECT_MEMBER_OR_ADMIN,
     "os_compute_api:os-server-tags:delete_all": policy.PROJECT_MEMBER_OR_ADMIN,
+    # nova/policies/server_metadata.py: the same split for the server's metadata.
+    "os_compute_api:server-metadata:index": policy.PROJECT_READER_OR_ADMIN,
+    "os_compute_api:server-metadata:show": policy.PROJECT_READER_OR_ADMIN,
+    "os_compute_api:server-metadata:create": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:server-metadata:update": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:server-metadata:update_all": policy.PROJECT_MEMBER_OR_ADMIN,
+    "os_compute_api:server-metadata:delete": policy.PROJECT_MEMBER_OR_ADMIN,
     # nova/policies/instance_actions.py: the server's project reads its actions and
     # their events; the events' tracebacks are for admins.
     "os_compute_api:os-instance-actions:list": policy.PROJECT_READER_OR_ADMIN,

@@ -4,7 +4,8 @@ Since Pike Nova counts usage from the instances themselves (no reservations,
 no usage table): ``instances`` is the project's live instances, ``cores`` and
 ``ram`` their flavors' vCPUs and memory. The other limits the 2.1 API reports
 (key pairs, metadata items, injected files, server groups) are kept and shown;
-``metadata_items`` is enforced by the create schema and at create.
+``metadata_items`` is enforced by the create schema, at create and by the server
+metadata API (the resulting item count).
 """
 
 from __future__ import annotations

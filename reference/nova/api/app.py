@@ -23,6 +23,7 @@ from novalab.reference.nova.api import (
     security_groups,
     server_actions,
     server_external_events,
+    server_metadata,
     server_tags,
     servers,
     services,
@@ -75,6 +76,7 @@ def create_app(db: Database, compute_api: ComputeAPI, auth: AuthProtocol, tracer
     security_groups.register(app, server_security_groups)
     remote_consoles.register(app, consoles)
     server_tags.register(app, compute_api, tracer)
+    server_metadata.register(app, compute_api, tracer)
     flavors.register(app, flavors.FlavorsController(db, tracer))
     instance_actions.register(app, instance_actions.InstanceActionsController(
         compute_api, InstanceActionAPI(db, tracer), tracer))

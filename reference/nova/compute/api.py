@@ -102,6 +102,8 @@ def check_instance_lock(function):
 ALLOW_SOFT_REBOOT = [vm_states.ACTIVE]
 ALLOW_HARD_REBOOT = ALLOW_SOFT_REBOOT + [vm_states.STOPPED, vm_states.PAUSED,
                                          vm_states.SUSPENDED, vm_states.ERROR]
+# Where a server's metadata may change (update_/delete_instance_metadata).
+_METADATA_STATES = [vm_states.ACTIVE, vm_states.PAUSED, vm_states.SUSPENDED, vm_states.STOPPED]
 
 
 class API(CellsV2Mixin):
@@ -239,10 +241,14 @@ class API(CellsV2Mixin):
             self._destroy_unscheduled(context, instances)
             raise
 
+    @upstream(_API, "API._check_metadata_properties_quota")
     def _check_metadata_properties_quota(self, context, metadata: dict | None) -> None:
+        """The limit alone (``Quotas.limit_check``: nothing is counted as used); the
+        keys' and values' sizes are the schema's (``parameter_types.metadata``)."""
         limit = self.quotas.limits(context.project_id)["metadata_items"]
         if metadata and 0 <= limit < len(metadata):
-            raise OverQuota(overs="metadata_items", req=len(metadata), used=0, allowed=limit)
+            raise nova_exception.MetadataLimitExceeded(
+                overs="metadata_items", req=len(metadata), used=0, allowed=limit)
 
     def _get_key_pair(self, context, key_name: str | None) -> tuple[str | None, list | None]:
         """The caller's key pair ``key_name`` (``_validate_and_build_base_options``):
@@ -487,6 +493,38 @@ class API(CellsV2Mixin):
             raise exception.Conflict(f"Instance {instance['uuid']} is being scheduled; "
                                      "try again once it has a host.")
         return db_api.instance_update(self.cells.target_cell(cell), instance["uuid"], updates)
+
+    # Metadata ---------------------------------------------------------------------------
+
+    @upstream(_API, "API.get_instance_metadata")
+    def get_instance_metadata(self, context: RequestContext, instance: dict) -> dict:
+        return dict(instance.get("metadata") or {})
+
+    @upstream(_API, "API.delete_instance_metadata")
+    @check_instance_lock
+    @check_instance_state(vm_state=_METADATA_STATES, task_state=None)
+    def delete_instance_metadata(self, context: RequestContext, instance: dict,
+                                 key: str) -> None:
+        """``instance.delete_metadata_key``: saved where the instance lives."""
+        metadata = dict(instance.get("metadata") or {})
+        metadata.pop(key, None)
+        self.update_instance(context, instance, {"metadata": metadata})
+
+    @upstream(_API, "API.update_instance_metadata")
+    @check_instance_lock
+    @check_instance_state(vm_state=_METADATA_STATES, task_state=None)
+    def update_instance_metadata(self, context: RequestContext, instance: dict,
+                                 metadata: dict, delete: bool = False) -> dict:
+        """Merge ``metadata`` into the instance's, or replace it all (``delete``); the
+        result must fit the ``metadata_items`` quota."""
+        if delete:
+            new = dict(metadata)
+        else:
+            new = dict(instance.get("metadata") or {})
+            new.update(metadata)
+        self._check_metadata_properties_quota(context, new)
+        self.update_instance(context, instance, {"metadata": new})
+        return new
 
     @upstream(_API, "API.get_all")
     def get_all(self, context: RequestContext, *, all_tenants: bool = False,

@@ -144,6 +144,19 @@ ACTIONS = [
     Action("compute:servers:create_image", "nova", "POST", "/v2.1/servers/{fresh}/action",
            WRITE(202), body=lambda m, p: {"createImage": {"name": f"mx-snap-{p}"}},
            fresh="server"),
+    # Server metadata (nova/policies/server_metadata.py); the servers carry {"mx": "1"}.
+    Action("compute:server-metadata:index", "nova", "GET",
+           "/v2.1/servers/{server}/metadata", READ()),
+    Action("compute:server-metadata:show", "nova", "GET",
+           "/v2.1/servers/{server}/metadata/mx", READ()),
+    Action("compute:server-metadata:create", "nova", "POST",
+           "/v2.1/servers/{server}/metadata", WRITE(200), body={"metadata": {"mx2": "2"}}),
+    Action("compute:server-metadata:update_all", "nova", "PUT",
+           "/v2.1/servers/{server}/metadata", WRITE(200), body={"metadata": {"mx": "1"}}),
+    Action("compute:server-metadata:update", "nova", "PUT",
+           "/v2.1/servers/{server}/metadata/mx", WRITE(200), body={"meta": {"mx": "1"}}),
+    Action("compute:server-metadata:delete", "nova", "DELETE",
+           "/v2.1/servers/{fresh}/metadata/mx", WRITE(204), fresh="server"),
     Action("compute:os-instance-actions:list", "nova", "GET",
            "/v2.1/servers/{server}/os-instance-actions", READ()),
     Action("compute:os-instance-actions:show", "nova", "GET",
@@ -427,7 +440,7 @@ class Matrix:
         if kind == "server":
             server = self.ok("owner", "POST", "nova", "/v2.1/servers", {"server": {
                 "name": "mx-owner", "flavorRef": "42", "imageRef": self.ids["cirros"],
-                "networks": [{"uuid": self.ids["network"]}]}})["server"]
+                "networks": [{"uuid": self.ids["network"]}], "metadata": {"mx": "1"}}})["server"]
             self._wait("nova", f"/v2.1/servers/{server['id']}", "server",
                        lambda s: s["status"] != "BUILD")
             return server["id"]
@@ -517,10 +530,13 @@ class Matrix:
         self.ids["volume"] = self.make("volume")
         response = self.call("owner", "POST", f"{self.url('nova')}/v2.1/servers", {"server": {
             "name": "mx-owner", "flavorRef": "42", "imageRef": self.ids["cirros"],
-            "networks": [{"uuid": self.ids["network"]}]}})
+            "networks": [{"uuid": self.ids["network"]}], "metadata": {"mx": "1"}}})
         self.ids["server"] = response.json()["server"]["id"]
         self.ids["request"] = response.headers["X-OpenStack-Request-ID"]
         self.cloud.wait_idle(60)
+        # Built, so the cells that change its metadata find it in a state that allows it.
+        self._wait("nova", f"/v2.1/servers/{self.ids['server']}", "server",
+                   lambda s: s["status"] != "BUILD")
         self.ids["attachment"] = self.make("attachment")
 
     def raise_quotas(self, project: str) -> None:

@@ -560,9 +560,10 @@ class Matrix:
 
 @pytest.fixture(scope="module")
 def matrix(tmp_path_factory):
-    # The modern topology, so placement's rows are tried too.
+    # The modern topology, so placement's rows are tried too. A port's plug event gets
+    # 10 s (not 300): long enough on a loaded CI machine, short if one never comes.
     config = CloudConfig(state_dir=tmp_path_factory.mktemp("authz") / "cloud",
-                         vif_plugging_timeout=2.0, topology="modern")
+                         vif_plugging_timeout=10.0, topology="modern")
     with EmbeddedCloud(config, Telemetry(memory=False, otlp=False)) as cloud:
         m = Matrix(cloud)
         m.setup()

@@ -12,8 +12,10 @@ version has fails here too. Where Tempest's one schema covers several versions
 the test says which fields each version must and must not have.
 
 Identity and network: small schemas written from the API reference
-(``tests/reference/schemas/``). Images are not here yet: novalab's Glance does not
-serve ``/v2/schemas`` (issue 12 asks to validate against it).
+(``tests/reference/schemas/``). Images: against the schemas Glance itself serves at
+``/v2/schemas/image(s)``, in ``tests/reference/glance/test_image_changes.py``
+(``test_every_image_body_matches_the_schemas_glance_serves``). Server metadata
+bodies: ``tests/reference/nova/api/test_server_metadata.py``.
 """
 
 from __future__ import annotations

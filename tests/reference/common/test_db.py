@@ -138,3 +138,22 @@ def test_boot_sql_spans_do_not_name_the_database_file(cloud):
     assert {"INSERT keystone_tokens", "INSERT instances", "SELECT compute_nodes",
             "UPDATE instances"} <= names
     assert {s.attributes[attr.DB_NAMESPACE] for s in sql} == {path}
+
+
+def test_a_statements_target_is_worked_out_once_per_sql_text(monkeypatch):
+    """The same SQL text names its span from the cache; another text is worked out."""
+    from novalab.reference.common import db as db_module
+
+    calls = []
+
+    def counting(compiled, statement):
+        calls.append(statement)
+        return "SELECT", ["things"]
+
+    monkeypatch.setattr(db_module, "_TARGETS", {})
+    monkeypatch.setattr(db_module, "sql_target", counting)
+    first = db_module.cached_sql_target(None, "SELECT things.id FROM things")
+    again = db_module.cached_sql_target(None, "SELECT things.id FROM things")
+    other = db_module.cached_sql_target(None, "SELECT things.name FROM things")
+    assert first == again == other == ("SELECT", ("things",))
+    assert calls == ["SELECT things.id FROM things", "SELECT things.name FROM things"]

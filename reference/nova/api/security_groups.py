@@ -21,8 +21,8 @@ from __future__ import annotations
 from flask import Response, g, jsonify
 
 from novalab.reference.common import exception
-from novalab.reference.nova import policy
 from novalab.reference.nova.api.actions import action
+from novalab.reference.nova.api.common import get_authorized_instance
 from novalab.reference.nova.api.schemas import security_groups as schema
 from novalab.reference.nova.compute.api import API as ComputeAPI
 from novalab.reference.nova.network.neutron import NoUniqueMatch, SecurityGroupNotFound
@@ -67,9 +67,7 @@ class SecurityGroupsController:
         return self.compute_api.security_group_api
 
     def _instance(self, server_id: str, rule: str) -> dict:
-        instance = self.compute_api.get(g.context, server_id)
-        policy.authorize(g.context, POLICY_NAME % rule, {"project_id": instance["project_id"]})
-        return instance
+        return get_authorized_instance(self.compute_api, server_id, POLICY_NAME % rule)
 
     @upstream(_SG, "ServerSecurityGroupController.index")
     def index(self, server_id: str):

@@ -23,9 +23,9 @@ from __future__ import annotations
 from flask import Response, g, jsonify, request
 
 from novalab.reference.common import exception
-from novalab.reference.nova import policy
 from novalab.reference.nova.api import versions
 from novalab.reference.nova.api.actions import raise_http_conflict_for_instance_invalid_state
+from novalab.reference.nova.api.common import get_authorized_instance
 from novalab.reference.nova.api.schemas import server_metadata as schema
 from novalab.reference.nova.compute.api import API as ComputeAPI
 from novalab.tracing.spans import upstream
@@ -41,11 +41,8 @@ class ServerMetadataController:
     def _server(self, server_id: str, rule: str) -> dict:
         """``common.get_instance`` (another project's server is a 404), then the policy
         against the server's project."""
-        context = g.context
-        instance = self.compute_api.get(context, server_id)
-        policy.authorize(context, f"os_compute_api:server-metadata:{rule}",
-                         {"project_id": instance["project_id"]})
-        return instance
+        return get_authorized_instance(self.compute_api, server_id,
+                                       f"os_compute_api:server-metadata:{rule}")
 
     def _get_metadata(self, server: dict) -> dict:
         return self.compute_api.get_instance_metadata(g.context, server)

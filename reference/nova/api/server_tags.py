@@ -22,9 +22,9 @@ import json
 from flask import Response, g, jsonify, request
 
 from novalab.reference.common import exception, validation
-from novalab.reference.nova import policy
 from novalab.reference.nova.api import versions
 from novalab.reference.nova.api.actions import raise_http_conflict_for_instance_invalid_state
+from novalab.reference.nova.api.common import get_authorized_instance
 from novalab.reference.nova.api.schemas import server_tags as schema
 from novalab.reference.nova.compute import vm_states
 from novalab.reference.nova.compute.api import API as ComputeAPI
@@ -43,11 +43,8 @@ class ServerTagsController:
         self.tracer = tracer
 
     def _instance(self, server_id: str, rule: str) -> dict:
-        context = g.context
-        instance = self.compute_api.get(context, server_id)
-        policy.authorize(context, f"os_compute_api:os-server-tags:{rule}",
-                         {"project_id": instance["project_id"]})
-        return instance
+        return get_authorized_instance(self.compute_api, server_id,
+                                       f"os_compute_api:os-server-tags:{rule}")
 
     def _changeable(self, server_id: str, rule: str, action: str):
         """``_check_instance_in_valid_state``: the instance and the database it lives in."""

@@ -23,9 +23,9 @@ from opentelemetry import trace
 
 from novalab.reference.common import exception, validation
 from novalab.reference.common.wsgi import json_body, nova_fault
-from novalab.reference.nova import policy
 from novalab.reference.nova.api import versions
 from novalab.reference.nova.api.actions import raise_http_conflict_for_instance_invalid_state
+from novalab.reference.nova.api.common import get_authorized_instance
 from novalab.reference.nova.api.schemas import volume_attachments as schema
 from novalab.reference.nova.compute.api import API as ComputeAPI
 from novalab.tracing import attributes as attr
@@ -61,10 +61,7 @@ class VolumeAttachmentController:
         self.tracer = tracer
 
     def _instance(self, server_id: str, rule: str) -> dict:
-        context = g.context
-        instance = self.compute_api.get(context, server_id)
-        policy.authorize(context, POLICY_ROOT % rule, {"project_id": instance["project_id"]})
-        return instance
+        return get_authorized_instance(self.compute_api, server_id, POLICY_ROOT % rule)
 
     def _bdm(self, instance: dict, volume_id: str) -> dict:
         for bdm in self.compute_api.volume_bdms(g.context, instance):

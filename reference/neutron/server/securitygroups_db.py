@@ -430,21 +430,23 @@ class SecurityGroupDbMixin:
                     for row in session.scalars(query)
                     if self._can_see_rule(session, context, row)]
 
+    def _visible_rule(self, session: Session, context: RequestContext,
+                      rule_id: str) -> tuple[SecurityGroupRule, SecurityGroup]:
+        """A rule the caller may see, and its group; any other is not found (404)."""
+        row = session.get(SecurityGroupRule, rule_id)
+        if row is None or not self._can_see_rule(session, context, row):
+            raise n_exc.SecurityGroupRuleNotFound(id=rule_id)
+        return row, session.get(SecurityGroup, row.security_group_id)
+
     def get_security_group_rule(self, context: RequestContext, rule_id: str) -> dict:
         with self.db.session() as session:
-            row = session.get(SecurityGroupRule, rule_id)
-            if row is None or not self._can_see_rule(session, context, row):
-                raise n_exc.SecurityGroupRuleNotFound(id=rule_id)
-            group = session.get(SecurityGroup, row.security_group_id)
+            row, group = self._visible_rule(session, context, rule_id)
             return self._make_security_group_rule_dict(row, self._is_default(session, group))
 
     @upstream(SG_DB, "SecurityGroupDbMixin.delete_security_group_rule")
     def delete_security_group_rule(self, context: RequestContext, rule_id: str) -> None:
         with self.db.session() as session:
-            row = session.get(SecurityGroupRule, rule_id)
-            if row is None or not self._can_see_rule(session, context, row):
-                raise n_exc.SecurityGroupRuleNotFound(id=rule_id)
-            group = session.get(SecurityGroup, row.security_group_id)
+            row, group = self._visible_rule(session, context, rule_id)
             policy.enforce(policy.can_change(context, group.project_id) or
                            policy.can_change(context, row.project_id),
                            "delete_security_group_rule")

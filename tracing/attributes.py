@@ -14,6 +14,7 @@ SERVICE_NAME = "service.name"
 SERVICE_NAMESPACE = "service.namespace"
 SERVICE_INSTANCE_ID = "service.instance.id"
 HOST_NAME = "host.name"
+HOST_IP = "host.ip"  # the host's addresses (a list), as other hosts reach it
 PROCESS_PID = "process.pid"
 
 # Code: where the upstream function this span stands for lives.

@@ -124,12 +124,16 @@ class Telemetry:
         file_path: str | os.PathLike | None = None,
         otlp: bool = True,
         host_name: str | None = None,
+        host_ip: Sequence[str] | None = None,
         max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE,
         schedule_delay_millis: float = 500,
     ):
         os.environ.setdefault("OTEL_SEMCONV_STABILITY_OPT_IN", SEMCONV_OPT_IN)
         self.enabled = enabled
         self.host_name = host_name or socket.gethostname()
+        # host.ip of every resource: the addresses this process's host is reached at
+        # (`novalab service --advertise-address`); None leaves it out.
+        self.host_ip = list(host_ip) if host_ip else None
         self._providers: dict[tuple[str, str | None], trace.TracerProvider] = {}
         self._lock = threading.Lock()
         self._counter = _EndedCounter()
@@ -198,6 +202,7 @@ class Telemetry:
                     attr.SERVICE_INSTANCE_ID: str(uuid.uuid4()),
                     attr.HOST_NAME: host or self.host_name,
                     attr.PROCESS_PID: os.getpid(),
+                    **({attr.HOST_IP: self.host_ip} if self.host_ip else {}),
                     **resource_attributes,
                 })
                 provider = TracerProvider(resource=resource)

@@ -68,6 +68,10 @@ class CloudConfig:
     libvirt_uri: str = "test:///default"
     computes: int = 1
     bind_host: str = "127.0.0.1"
+    # The address other hosts reach this host's services at (the URLs that go into
+    # the catalog and the ready files); None: bind_host. Differs from bind_host when
+    # a service binds 0.0.0.0, or behind NAT.
+    advertise_host: str | None = None
     # 0 picks a free port; `novalab serve` uses STANDARD_PORTS.
     ports: dict[str, int] = field(default_factory=dict)
     password: str = DEFAULT_PASSWORD
@@ -152,9 +156,10 @@ class Wiring:
         server = ServerThread(app, self.config.bind_host, self.config.ports.get(port_key, 0),
                               name=service).start()
         self._servers.append(server)
-        self.urls[port_key] = server.url
-        self.served[port_key] = server.url
-        return server.url
+        url = f"http://{self.config.advertise_host or server.host}:{server.port}"
+        self.urls[port_key] = url
+        self.served[port_key] = url
+        return url
 
     def rpc_server(self, topic: str, server: str, endpoints: list, tracer, *,
                    exchange: str | None = None, stop_first: bool = False,

@@ -24,13 +24,18 @@ from rich.console import Console
 from rich.table import Table
 
 from novalab.reference.deploy.statedir import (
+    DEFAULT_BIND,
     DEFAULT_DB,
     DEFAULT_STATE_DIR,
     DEFAULT_TRANSPORT,
+    ENV_ADVERTISE,
+    ENV_BIND,
     ENV_DB,
     ENV_TOPOLOGY,
     ENV_TRANSPORT,
+    ENV_URLS_FROM,
     TOPOLOGIES,
+    URLS_FROM,
 )
 
 console = Console(stderr=True, highlight=False)
@@ -65,6 +70,16 @@ def topology_option(default: str | None = "classic", extra: str = "",
 DB = click.option("--db", "db_url", default=DEFAULT_DB, show_default=True, envvar=ENV_DB,
                   help=f"SQLAlchemy URL of PostgreSQL, MariaDB (mysql+pymysql://root@127.0.0.1/"
                        f"novalab) or SQLite (env {ENV_DB}).")
+
+
+BIND = click.option("--bind-address", default=DEFAULT_BIND, show_default=True,
+                    envvar=ENV_BIND,
+                    help=f"The address every API (and the trace page) listens on; 0.0.0.0 "
+                         f"for all, then give --advertise-address (env {ENV_BIND}).")
+ADVERTISE = click.option("--advertise-address", default=None, envvar=ENV_ADVERTISE,
+                         help="The address other hosts reach this host's services at: what "
+                              "goes into keystone's catalog and the spans' host.ip. Default: "
+                              f"the bind address (env {ENV_ADVERTISE}).")
 
 
 def _fail(message: str, code: int = 2):
@@ -118,8 +133,9 @@ def _print_env(record: dict, state_dir: Path) -> None:
 
 
 @click.command()
-@click.option("--computes", default=1, show_default=True, type=click.IntRange(1, 64),
-              help="Number of compute hosts (compute-1..N), one nova-compute process each.")
+@click.option("--computes", default=1, show_default=True, type=click.IntRange(0, 64),
+              help="Number of compute hosts (compute-1..N), one nova-compute process each; "
+                   "0: a controller only, its compute hosts elsewhere (docs/multihost.md).")
 @TRANSPORT
 @DB
 @click.option("--otlp", default=None, metavar="URL",
@@ -135,8 +151,10 @@ def _print_env(record: dict, state_dir: Path) -> None:
 @topology_option(default=None, extra=" Default: the running deployment's, else classic; "
                                      "a running deployment keeps its own (`novalab down` "
                                      "first to change it).")
+@BIND
+@ADVERTISE
 def up(computes, transport_url, db_url, otlp, state_dir, timeout, web_port,
-       vif_plugging_timeout, topology):
+       vif_plugging_timeout, topology, bind_address, advertise_address):
     """Start every service as its own process, on the standard loopback ports.
 
     Checks RabbitMQ and the database first (creating the database if it is
@@ -152,7 +170,8 @@ def up(computes, transport_url, db_url, otlp, state_dir, timeout, web_port,
                                   db_url=db_url, otlp=otlp, state_dir=state_dir,
                                   timeout=timeout, web_port=web_port,
                                   vif_plugging_timeout=vif_plugging_timeout,
-                                  topology=topology)
+                                  topology=topology, bind_address=bind_address,
+                                  advertise_address=advertise_address)
     try:
         record = processes.up(options, echo=_echo)
     except preflight.PreflightError as exc:
@@ -216,14 +235,24 @@ def down(state_dir, grace):
                                                "NOVALAB_VIF_PLUGGING_TIMEOUT)")
 @topology_option(envvar=ENV_TOPOLOGY,
                  extra=f" Every process of one cloud needs the same (env {ENV_TOPOLOGY}).")
-def service(name, host, transport_url, db_url, state_dir, vif_plugging_timeout, topology):
+@BIND
+@ADVERTISE
+@click.option("--urls-from", type=click.Choice(URLS_FROM), default="state-dir",
+              show_default=True, envvar=ENV_URLS_FROM,
+              help="Where to find the other services' URLs: the ready files of --state-dir "
+                   "(services of this host), or keystone's catalog in --db (a host without "
+                   f"the controller's state directory: a compute host) (env {ENV_URLS_FROM}).")
+def service(name, host, transport_url, db_url, state_dir, vif_plugging_timeout, topology,
+            bind_address, advertise_address, urls_from):
     """Run one service in the foreground until SIGTERM or Ctrl-C.
 
     NAME is one of the registry's services (novalab.reference.deploy.services.
     BUILDERS), or novalab-web: the trace page that `up` runs beside them. The
     schema must be current (`novalab db sync`). Spans go to
     STATE_DIR/traces/NAME[-HOST].jsonl and, when OTEL_EXPORTER_OTLP_ENDPOINT is
-    set, over OTLP.
+    set, over OTLP. On several hosts (docs/multihost.md): --bind-address and
+    --advertise-address say where it listens and how others reach it; a compute
+    host finds the controller with --urls-from catalog.
     """
     from novalab.reference.deploy import migrations, processes
 
@@ -236,7 +265,9 @@ def service(name, host, transport_url, db_url, state_dir, vif_plugging_timeout, 
                   f"(at {migrations.current(db_url)}, latest {migrations.head()})")
         processes.run_service(name, host, transport_url=transport_url, db_url=db_url,
                               state_dir=state_dir,
-                              vif_plugging_timeout=vif_plugging_timeout, topology=topology)
+                              vif_plugging_timeout=vif_plugging_timeout, topology=topology,
+                              bind_address=bind_address, advertise_address=advertise_address,
+                              urls_from=urls_from)
     except processes.DeployError as exc:
         _fail(str(exc))
 

@@ -56,8 +56,11 @@ from pathlib import Path
 from novalab.reference.common.wiring import STANDARD_PORTS, CloudConfig, Wiring
 from novalab.reference.deploy import health, migrations, preflight, services
 from novalab.reference.deploy.statedir import (  # noqa: F401 (re-exported)
+    DEFAULT_BIND,
     DEFAULT_DB,
     DEFAULT_TRANSPORT,
+    ENV_ADVERTISE,
+    ENV_BIND,
     ENV_DB,
     ENV_TOPOLOGY,
     ENV_TRANSPORT,
@@ -131,6 +134,54 @@ def running_urls(state: StateDir) -> dict[str, str]:
     return urls
 
 
+# keystone catalog type -> (Wiring.urls key, what register_endpoints appended to the URL)
+_CATALOG_KEYS = {"identity": ("keystone", "/v3"), "compute": ("nova", "/v2.1"),
+                 "network": ("neutron", ""), "image": ("glance", ""),
+                 "placement": ("placement", ""), "volumev3": ("cinder", "/v3/"),
+                 "object-store": ("ceph-rgw", "/swift/v1")}
+
+
+def catalog_urls(db_url: str) -> dict[str, str]:
+    """The URLs keystone's catalog advertises, keyed as ``Wiring.urls`` is.
+
+    How a service on a host without the controller's state directory (a compute
+    host) finds the controller's APIs: as a real nova-compute looks them up in the
+    catalog, here straight from the database it is given (``--urls-from catalog``).
+    The catalog holds what `up` registered once every API answered, at the
+    addresses the controller advertised (``--advertise-address``).
+    """
+    from opentelemetry.trace import NoOpTracer
+
+    from novalab.reference.common.db import Database
+    from novalab.reference.keystone.core import Keystone
+
+    db = Database(db_url)
+    try:
+        catalog = Keystone(db, NoOpTracer()).catalog()
+    finally:
+        db.dispose()
+    urls = {}
+    for entry in catalog:
+        key, suffix = _CATALOG_KEYS.get(entry["type"], (None, ""))
+        public = [e["url"] for e in entry["endpoints"] if e["interface"] == "public"]
+        if key and public:
+            url = public[0]
+            urls[key] = url[:-len(suffix)] if suffix and url.endswith(suffix) else url
+    return urls
+
+
+def advertised(bind_address: str, advertise_address: str | None) -> str:
+    """The address to put in URLs: ``advertise_address``, else the bind address,
+    which must then be one others can reach (not 0.0.0.0 or ::)."""
+    if advertise_address:
+        return advertise_address
+    if bind_address in ("0.0.0.0", "::", ""):
+        raise DeployError(f"--bind-address {bind_address or '(any)'} listens on every "
+                          "address: give --advertise-address (the one other hosts reach "
+                          f"this host at; env {ENV_ADVERTISE})")
+    return bind_address
+
+
 # One service in the foreground -----------------------------------------------------------
 
 
@@ -138,7 +189,9 @@ def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
                 state_dir: str | os.PathLike, stop: threading.Event | None = None,
                 on_ready: Callable[[dict], None] | None = None,
                 vif_plugging_timeout: float = VIF_PLUGGING_TIMEOUT,
-                topology: str = TOPOLOGY) -> None:
+                topology: str = TOPOLOGY, bind_address: str = DEFAULT_BIND,
+                advertise_address: str | None = None,
+                urls_from: str = "state-dir") -> None:
     """Build service ``name`` and serve until ``stop`` is set (or SIGTERM/SIGINT).
 
     The service listens on its standard port and finds the others through
@@ -147,10 +200,15 @@ def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
     ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set. Its fault knobs are the state
     directory's ``faults.json`` (``novalab fault``), as for every process of the cloud.
     ``topology`` is the cloud's (``CloudConfig.topology``): every process of one
-    cloud must be given the same.
+    cloud must be given the same. It listens on ``bind_address`` and puts
+    ``advertise_address`` (default: the bind address) in the URLs it publishes,
+    which `up` registers in the catalog; ``urls_from="catalog"`` finds the other
+    services in keystone's catalog instead of the state directory (docs/multihost.md).
     """
+    advertise = advertised(bind_address, advertise_address)
     if name == WEB_UNIT:
-        return run_web_page(state_dir, stop=stop, on_ready=on_ready)
+        return run_web_page(state_dir, stop=stop, on_ready=on_ready, host=bind_address,
+                            advertise=advertise)
     if name not in services.BUILDERS:
         raise DeployError(f"no service {name!r}; known: {', '.join(services.BUILDERS)}")
     if topology not in TOPOLOGIES:
@@ -170,19 +228,27 @@ def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
     with _exit_recorded(state, unit, stop):
         _serve(name, host, builder, state, unit, stop, transport_url=transport_url,
                db_url=db_url, on_ready=on_ready, vif_plugging_timeout=vif_plugging_timeout,
-               topology=topology)
+               topology=topology, bind_address=bind_address, advertise=advertise,
+               urls_from=urls_from)
 
 
 def _serve(name, host, builder, state: StateDir, unit: Unit, stop: threading.Event, *,
-           transport_url, db_url, on_ready, vif_plugging_timeout, topology) -> None:
+           transport_url, db_url, on_ready, vif_plugging_timeout, topology,
+           bind_address, advertise, urls_from) -> None:
     from novalab.tracing.setup import Telemetry
 
     lock = StateDirLock(state.root, shared=True).acquire()  # one cloud: `up`'s processes
-    telemetry = Telemetry(file_path=state.trace_file(unit.id), otlp=True)
+    # host.name: the compute host a per-host service stands for, else this machine's
+    # name; host.ip: the address the other hosts reach it at.
+    telemetry = Telemetry(file_path=state.trace_file(unit.id), otlp=True,
+                          host_ip=[advertise])
     config = CloudConfig(state_dir=state.root, db_url=db_url, transport_url=transport_url,
                          ports=dict(STANDARD_PORTS), deployment="up",
-                         vif_plugging_timeout=vif_plugging_timeout, topology=topology)
+                         vif_plugging_timeout=vif_plugging_timeout, topology=topology,
+                         bind_host=bind_address, advertise_host=advertise)
     wiring = Wiring(config, telemetry)
+    if urls_from == "catalog":
+        wiring.urls.update(catalog_urls(db_url))
     wiring.urls.update(running_urls(state))
     threading.Thread(target=_learn_urls, args=(wiring.urls, state, stop), daemon=True,
                      name="learn-urls").start()
@@ -211,7 +277,8 @@ def _serve(name, host, builder, state: StateDir, unit: Unit, stop: threading.Eve
 
 def run_web_page(state_dir: str | os.PathLike, *, port: int | None = None,
                  stop: threading.Event | None = None,
-                 on_ready: Callable[[dict], None] | None = None) -> None:
+                 on_ready: Callable[[dict], None] | None = None,
+                 host: str = DEFAULT_BIND, advertise: str | None = None) -> None:
     """The trace page over this deployment's trace store, until ``stop`` (or a signal).
 
     Run as ``novalab service novalab-web`` so that it is a unit like the others:
@@ -226,14 +293,15 @@ def run_web_page(state_dir: str | os.PathLike, *, port: int | None = None,
     stop = stop or _stop_on_signals()
     with _exit_recorded(state, unit, stop):
         try:
-            server = web.start(state.root, "127.0.0.1", port)
+            server = web.start(state.root, host, port)
         except OSError as exc:
             raise DeployError(f"{exc} (`novalab up --web-port PORT` picks another port; 0: "
                               "no trace page)") from exc
         try:
             ready = {"pid": os.getpid(), "unit": unit.id, "name": WEB_UNIT, "host": None,
                      "controller": services.CONTROLLER, "urls": {},
-                     "http": {"web": server.url}, "topics": [], "started_at": _now()}
+                     "http": {"web": f"http://{advertise or host}:{server.port}"},
+                     "topics": [], "started_at": _now()}
             write_json(state.ready_file(unit), ready)
             if on_ready:
                 on_ready(ready)
@@ -313,6 +381,9 @@ class UpOptions:
     vif_plugging_timeout: float | None = None
     # TOPOLOGIES; None: the running deployment's, else classic
     topology: str | None = None
+    # where every service listens, and the address it advertises (None: the bind one)
+    bind_address: str = DEFAULT_BIND
+    advertise_address: str | None = None
 
 
 @dataclass
@@ -362,6 +433,11 @@ def _spawn(unit: Unit, state: StateDir, options: UpOptions) -> subprocess.Popen:
     if options.vif_plugging_timeout is not None:
         env[ENV_VIF_PLUGGING_TIMEOUT] = f"{options.vif_plugging_timeout:g}"
     env[ENV_TOPOLOGY] = options.topology or TOPOLOGY
+    env[ENV_BIND] = options.bind_address
+    if options.advertise_address:
+        env[ENV_ADVERTISE] = options.advertise_address
+    else:
+        env.pop(ENV_ADVERTISE, None)
     if unit.name == WEB_UNIT:
         env[ENV_WEB_PORT] = str(options.web_port)
     state.ready_file(unit).unlink(missing_ok=True)
@@ -450,7 +526,8 @@ def up(options: UpOptions, echo: Callable[[str], None] = print) -> dict:
               "transport_url": options.transport_url, "db_url": options.db_url,
               "otlp": options.otlp, "password": CloudConfig().password,
               "vif_plugging_timeout": options.vif_plugging_timeout,
-              "topology": options.topology,
+              "topology": options.topology, "bind_address": options.bind_address,
+              "advertise_address": options.advertise_address,
               "started_at": _now(), "units": [u.to_dict() for u in units] + [
                   d for d in (previous or {}).get("units", [])
                   # so `down` still stops a unit this plan dropped (a host, placement)

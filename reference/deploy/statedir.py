@@ -30,6 +30,17 @@ ENV_DB = "NOVALAB_DB_URL"
 # cloud: `up` passes it in the environment, as it does the URLs.
 TOPOLOGIES = ("classic", "modern")
 ENV_TOPOLOGY = "NOVALAB_TOPOLOGY"
+# Where a service listens, and the address other hosts reach it at (what goes into the
+# catalog): loopback for a one-host cloud, the host's own address when services run
+# on several hosts (docs/multihost.md).
+DEFAULT_BIND = "127.0.0.1"
+ENV_BIND = "NOVALAB_BIND_ADDRESS"
+ENV_ADVERTISE = "NOVALAB_ADVERTISE_ADDRESS"
+# Where a service finds the others' URLs: the ready files of its state directory (the
+# services of this host), or keystone's catalog in the database (a host without the
+# controller's state directory: a compute host).
+URLS_FROM = ("state-dir", "catalog")
+ENV_URLS_FROM = "NOVALAB_URLS_FROM"
 
 
 @dataclass(frozen=True)

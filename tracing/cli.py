@@ -52,12 +52,25 @@ def parse_since(text: str | None) -> int | None:
                                  "time (2026-11-23T20:00)", param_hint="--since") from exc
 
 
-def selector_options(func):
-    """Add ``--state-dir``, ``--server``, ``--request-id``, ``--trace-id``, ``--latest``."""
+STATE_DIR_HELP = ("The deployment's state directory (default: the running or last "
+                  "deployment novalab started; see `novalab trace stores`).")
+
+
+def selector_options(func=None, *, several_state_dirs: bool = False):
+    """Add ``--state-dir``, ``--server``, ``--request-id``, ``--trace-id``, ``--latest``.
+
+    ``several_state_dirs``: ``--state-dir`` may be repeated, one per host of a
+    cloud spread over several (``trace collect`` merges them).
+    """
+    if func is None:
+        return lambda f: selector_options(f, several_state_dirs=several_state_dirs)
+    state_dir = click.option(
+        "--state-dir", default=None, type=click.Path(file_okay=False),
+        multiple=several_state_dirs,
+        help=STATE_DIR_HELP + (" Repeat it, one per host, to merge the hosts' stores "
+                               "(docs/multihost.md)." if several_state_dirs else ""))
     options = [
-        click.option("--state-dir", default=None, type=click.Path(file_okay=False),
-                     help="The deployment's state directory (default: the running or last "
-                          "deployment novalab started; see `novalab trace stores`)."),
+        state_dir,
         click.option("--server", default=None, metavar="ID|NAME",
                      help="The boot of this server (by id, or by name: the newest)."),
         click.option("--request-id", default=None, metavar="REQ",
@@ -242,22 +255,42 @@ def format_tree(trace: Trace, *, with_attributes: bool = False) -> str:
 
 
 @trace_group.command("collect")
-@selector_options
+@selector_options(several_state_dirs=True)
 @click.option("-o", "--output", default="trace.json", show_default=True,
               type=click.Path(dir_okay=False), help="The OTLP JSON file to write.")
-def trace_collect(state_dir, server, request_id, trace_id, latest, timeout, output):
+@click.option("--into", "into", default=None, type=click.Path(file_okay=False),
+              help="With several --state-dir: the state directory of the merged store "
+                   "(kept, for `trace list`, `diagram`, `novalab web --state-dir`); "
+                   "default: a temporary one, removed after.")
+def trace_collect(state_dir, server, request_id, trace_id, latest, timeout, output, into):
     """Write one trace from the store as one OTLP JSON document.
 
     The spans come from every process's file; an openstack CLI boot is
-    stitched into one trace (see docs/tracing.md).
+    stitched into one trace (see docs/tracing.md). Services on several hosts
+    keep a store each: give every host's state directory (copied to one place
+    first), ``--state-dir controller/.novalab-up --state-dir compute-1/.novalab-up``,
+    and the trace spans every host.
     """
-    spans, row = select_spans(state_dir=state_dir, server=server, request_id=request_id,
-                              trace_id=trace_id, latest=latest, timeout=timeout)
+    import tempfile
+
+    dirs = list(state_dir or ())
+    with tempfile.TemporaryDirectory(prefix="novalab-merged-") as scratch:
+        if len(dirs) > 1:
+            merged = collect.merge_stores(dirs, into or scratch)
+            console.print(f"merged {merged.files} span files of {len(dirs)} hosts "
+                          f"({', '.join(merged.hosts) or 'no host.name'}) into "
+                          f"{merged.root}")
+            store_dir = str(merged.root)
+        else:
+            store_dir = dirs[0] if dirs else None
+        spans, row = select_spans(state_dir=store_dir, server=server, request_id=request_id,
+                                  trace_id=trace_id, latest=latest, timeout=timeout)
     document = collect.to_document(spans)
     path = collect.write(document, output)
     info = collect.summary(document)
+    hosts = f" on hosts {', '.join(info['hosts'])}" if len(info["hosts"]) > 1 else ""
     console.print(f"trace {', '.join(sorted(info['trace_ids']))}: {info['spans']} spans from "
-                  f"{len(info['pids'])} processes ("
+                  f"{len(info['pids'])} processes{hosts} ("
                   + ", ".join(f"{k} {v}" for k, v in sorted(info["services"].items()))
                   + f") -> {path}")
 

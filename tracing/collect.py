@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from novalab.tracing import attributes as attr
@@ -139,6 +141,39 @@ def wait_for_trace(directory: str | os.PathLike, trace_id: str, *, timeout: floa
         time.sleep(settle)
 
 
+@dataclass
+class Merged:
+    root: Path                 # the merged store's state directory
+    files: int                 # span files copied
+    hosts: list[str]           # host.name of the resources found, sorted
+
+
+def merge_stores(state_dirs: Iterable[str | os.PathLike], into: str | os.PathLike) -> Merged:
+    """Copy the span files of several state directories into ``into``'s trace store.
+
+    Services on several hosts write to a state directory each (a controller's,
+    one per compute host); a boot's spans are spread over them. Copied side by
+    side, prefixed with the source's position and name (two hosts may both have
+    a ``novalab-web.jsonl``), they are one store that every reader (``trace
+    list``, ``collect``, ``diagram``, the web page) reads as it reads one host's.
+    The span timestamps are each host's clock: keep them in sync (NTP, chrony).
+    """
+    root = Path(into).absolute()
+    target = root / "traces"
+    target.mkdir(parents=True, exist_ok=True)
+    files, hosts = 0, set()
+    for index, state_dir in enumerate(state_dirs, 1):
+        source = Path(state_dir)
+        source = source / "traces" if (source / "traces").is_dir() else source
+        for path in trace_files(source):
+            copy = target / f"{index}-{source.parent.name or 'host'}-{path.name}"
+            shutil.copyfile(path, copy)
+            files += 1
+            with open(copy, encoding="utf-8") as handle:
+                hosts.update(s.host for s in spans_from_lines(handle, str(copy)) if s.host)
+    return Merged(root, files, sorted(hosts))
+
+
 def write(document: dict, path: str | os.PathLike) -> Path:
     """Write an OTLP JSON document atomically (readers never see half a file)."""
     path = Path(path)
@@ -150,9 +185,10 @@ def write(document: dict, path: str | os.PathLike) -> Path:
 
 
 def summary(document: dict) -> dict:
-    """Spans per service, processes and trace ids of a document (for printing and tests)."""
+    """Spans per service, processes, hosts and trace ids of a document (for printing and
+    tests)."""
     services: dict[str, int] = defaultdict(int)
-    pids, trace_ids = set(), set()
+    pids, trace_ids, hosts = set(), set(), set()
     for resource_spans in document["resourceSpans"]:
         resource = decode_attributes(resource_spans.get("resource", {}).get("attributes"))
         for scope_spans in resource_spans["scopeSpans"]:
@@ -161,5 +197,7 @@ def summary(document: dict) -> dict:
                 trace_ids.add(span["traceId"])
                 if attr.PROCESS_PID in resource:
                     pids.add(resource[attr.PROCESS_PID])
+                if attr.HOST_NAME in resource:
+                    hosts.add(resource[attr.HOST_NAME])
     return {"services": dict(services), "pids": pids, "trace_ids": trace_ids,
-            "spans": sum(services.values())}
+            "hosts": sorted(hosts), "spans": sum(services.values())}

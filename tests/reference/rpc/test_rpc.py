@@ -23,8 +23,8 @@ from opentelemetry.trace import SpanKind
 from novalab.reference.common import exception
 from novalab.reference.common.context import RequestContext
 from novalab.reference.rpc import RPCClient, Target, get_transport, serializer
-from novalab.reference.rpc.memory import MemoryTransport, topic_matches
-from novalab.reference.rpc.transport import MessageDeliveryFailure, TransportUnavailable
+from novalab.reference.rpc.memory import MemoryBroker, MemoryTransport, topic_matches
+from novalab.reference.rpc.transport import Message, MessageDeliveryFailure, TransportUnavailable
 from novalab.tracing import attributes as attr
 
 WAIT = 10  # seconds; generous bounds for events that normally take milliseconds
@@ -384,6 +384,29 @@ def test_topic_exchange_matching():
     assert not topic_matches("compute.*", "compute")
     assert topic_matches("compute.#", "compute") and topic_matches("#", "a.b.c")
     assert not topic_matches("compute", "compute.host1")
+
+
+def test_broker_routes_plain_and_wildcard_bindings_and_forgets_deleted_queues():
+    """The broker indexes plain binding keys (a dict lookup, not a scan of every
+    binding: a cloud of 1,000 hosts has 2,000 on the nova exchange) and still tests
+    wildcard keys one by one; a deleted queue's bindings go with it."""
+    broker = MemoryBroker("index-test")
+    for queue, key in (("compute", "compute"), ("compute.h1", "compute.h1"),
+                       ("compute.h2", "compute.h2"), ("audit", "compute.*"),
+                       ("everything", "#")):
+        broker.declare_queue(queue)
+        broker.bind("nova", queue, key)
+
+    def routed(routing_key):
+        return broker.publish("nova", routing_key, Message(body=b"{}"))
+
+    assert routed("compute.h1") == 3  # compute.h1, audit (compute.*), everything (#)
+    assert routed("compute") == 2     # compute, everything
+    assert routed("scheduler") == 1   # everything
+    broker.delete_queue("compute.h1")
+    broker.delete_queue("everything")
+    assert routed("compute.h1") == 1  # audit only
+    assert routed("compute.h2") == 2  # compute.h2, audit
 
 
 def test_serializer_makes_primitives():

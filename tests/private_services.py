@@ -142,8 +142,9 @@ class PrivateRabbitMQ:
     keeps its node name out of the machine's epmd.
     """
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, host: str = "127.0.0.1"):
         self.root = root
+        self.host = host  # the AMQP listener's address (epmd and distribution stay on lo)
         self.port = free_port()
         self.node = f"novalab-{uuid.uuid4().hex[:8]}@localhost"
         self.log = root / "rabbitmq.log"
@@ -151,13 +152,15 @@ class PrivateRabbitMQ:
         self._epmd: subprocess.Popen | None = None
         self._process: subprocess.Popen | None = None
         root.mkdir(parents=True, exist_ok=True)
-        (root / "rabbitmq.conf").write_text(f"listeners.tcp.default = 127.0.0.1:{self.port}\n"
-                                            "disk_free_limit.absolute = 1MB\n")
+        # guest may log in from other hosts too when the node listens off loopback
+        remote = "" if host == "127.0.0.1" else "loopback_users.guest = false\n"
+        (root / "rabbitmq.conf").write_text(f"listeners.tcp.default = {host}:{self.port}\n"
+                                            "disk_free_limit.absolute = 1MB\n" + remote)
         (root / "rabbitmq-env.conf").write_text("")
         (root / "enabled_plugins").write_text("[].\n")
         self.env = dict(
             os.environ, HOME=str(root), RABBITMQ_NODENAME=self.node,
-            RABBITMQ_NODE_IP_ADDRESS="127.0.0.1", RABBITMQ_NODE_PORT=str(self.port),
+            RABBITMQ_NODE_IP_ADDRESS=host, RABBITMQ_NODE_PORT=str(self.port),
             RABBITMQ_DIST_PORT=str(free_port()), ERL_EPMD_PORT=str(free_port()),
             ERL_EPMD_ADDRESS="127.0.0.1",
             RABBITMQ_CONFIG_FILE=str(root / "rabbitmq.conf"),
@@ -183,7 +186,7 @@ class PrivateRabbitMQ:
 
     @property
     def url(self) -> str:
-        return f"amqp://guest:guest@127.0.0.1:{self.port}/"
+        return f"amqp://guest:guest@{self.host}:{self.port}/"
 
     @property
     def running(self) -> bool:
@@ -199,7 +202,8 @@ class PrivateRabbitMQ:
             self._process = subprocess.Popen([self.server], env=self.env, cwd=self.root,
                                              stdout=log, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL, start_new_session=True)
-        _wait(f"RabbitMQ node {self.node}", lambda: port_open(self.port), self._process,
+        _wait(f"RabbitMQ node {self.node}", lambda: port_open(self.port, self.host),
+              self._process,
               self.log)
         return self
 
@@ -232,12 +236,14 @@ class PrivateRabbitMQ:
 
 
 @contextlib.contextmanager
-def private_rabbitmq(root: Path | None = None) -> Iterator[PrivateRabbitMQ]:
-    """A started private node, stopped (and its files removed) however the test ends."""
+def private_rabbitmq(root: Path | None = None,
+                     host: str = "127.0.0.1") -> Iterator[PrivateRabbitMQ]:
+    """A started private node, stopped (and its files removed) however the test ends;
+    its AMQP listener on ``host``."""
     with contextlib.ExitStack() as stack:
         if root is None:
             root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="novalab-mq-")))
-        node = PrivateRabbitMQ(root)
+        node = PrivateRabbitMQ(root, host)
         stack.callback(node.close)
         yield node.start()
 
@@ -266,8 +272,9 @@ class PrivatePostgres:
     refuses to run as root.
     """
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, host: str = "127.0.0.1"):
         self.root = root
+        self.host = host  # listens on it and 127.0.0.1; trusts its subnets
         self.data = root / "data"
         self.log = root / "postgres.log"
         self.port = free_port()
@@ -287,10 +294,13 @@ class PrivatePostgres:
                         "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"],
                        check=True, capture_output=True, timeout=180, cwd=self.root,
                        **self._run_as())
+        if self.host != "127.0.0.1":
+            with open(self.data / "pg_hba.conf", "a") as hba:
+                hba.write("host all all samenet trust\n")  # the hosts on its subnets
         return self
 
     def url(self, database: str = "postgres") -> str:
-        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}"
+        return f"postgresql+psycopg://postgres@{self.host}:{self.port}/{database}"
 
     @property
     def running(self) -> bool:
@@ -312,7 +322,8 @@ class PrivatePostgres:
                 os.chown(self.log, self.user.pw_uid, self.user.pw_gid)
             self._process = subprocess.Popen(
                 [str(self.bindir / "postgres"), "-D", str(self.data), "-p", str(self.port),
-                 "-k", str(self.data), "-c", "listen_addresses=127.0.0.1",
+                 "-k", str(self.data), "-c",
+                 f"listen_addresses={','.join(dict.fromkeys(['127.0.0.1', self.host]))}",
                  "-c", "fsync=off", "-c", "synchronous_commit=off",
                  "-c", "full_page_writes=off", "-c", "max_connections=300"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -331,7 +342,7 @@ class PrivatePostgres:
 
 
 @contextlib.contextmanager
-def private_postgres() -> Iterator[PrivatePostgres]:
+def private_postgres(host: str = "127.0.0.1") -> Iterator[PrivatePostgres]:
     """A started private cluster, stopped and removed however the test ends.
 
     Its directory is made under the system's temporary directory, not pytest's
@@ -339,7 +350,7 @@ def private_postgres() -> Iterator[PrivatePostgres]:
     root's private pytest directories.
     """
     with tempfile.TemporaryDirectory(prefix="novalab-pg-") as root:
-        cluster = PrivatePostgres(Path(root))
+        cluster = PrivatePostgres(Path(root), host)
         try:
             yield cluster.init().start()
         finally:

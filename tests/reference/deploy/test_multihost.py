@@ -1,0 +1,244 @@
+"""Services on separate hosts (issue 13, item 4): one boot's trace spans three hosts.
+
+The test makes its hosts itself: three Linux network namespaces (``ip netns``),
+each with a veth into a bridge on 198.18.0.0/15 (RFC 2544's benchmarking range:
+127/8 does not route between namespaces) and a UTS namespace of its own, so
+each has its host name. The bridge sits in a network namespace of the test's
+own (``private_services.network_namespace``), where the test is the user:
+
+    controller 198.18.0.1   its own RabbitMQ node and PostgreSQL cluster, and
+                            `novalab up --computes 0 --bind-address 198.18.0.1`
+                            (keystone, glance, neutron, cinder, nova's controller
+                            services, ceph)
+    compute-1  198.18.0.2   `novalab service nova-compute --host compute-1
+    compute-2  198.18.0.3    --bind-address ... --urls-from catalog` (with its L2 agent)
+
+One request boots two servers (min_count 2: the scheduler spreads them, one per
+host); both go ACTIVE; ``novalab trace collect`` merges the three state
+directories, and the trace has spans of every host, each with its host.name and
+host.ip. docs/multihost.md runs the same on real machines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import private_services
+import pytest
+
+from novalab.reference.deploy.client import CloudClient
+from novalab.reference.deploy.statedir import StateDir, Unit
+from novalab.tracing import attributes as attr
+from novalab.tracing.otlp_json import decode_attributes
+
+pytestmark = [pytest.mark.amqp, pytest.mark.postgresql]
+
+NOVALAB = [sys.executable, "-m", "novalab.reference.deploy.commands"]
+TRACE = [sys.executable, "-c", "from novalab.labs.cli import main; main()", "trace"]
+HOSTS = {"controller": "198.18.0.1", "compute-1": "198.18.0.2", "compute-2": "198.18.0.3"}
+PREFIX = 15
+TEST_ADDRESS = "198.18.0.254"  # the test's own end of the bridge: the user's machine
+CLONE_NEWUTS, CLONE_NEWNET = 0x04000000, 0x40000000
+
+
+def _run(command: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                            env=dict(os.environ, COLUMNS="250"))
+    assert result.returncode == 0, \
+        f"{' '.join(command)}:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+    return result
+
+
+class Hosts:
+    """Network namespaces joined by a bridge; ``inside(host)`` runs the calling thread
+    (and what it starts) in a host's network namespace, under the host's name."""
+
+    def __init__(self):
+        self.tag = uuid.uuid4().hex[:6]
+        self.netns = {host: f"novalab-{self.tag}-{index}"
+                      for index, host in enumerate(HOSTS)}
+        self.libc = ctypes.CDLL(None, use_errno=True)
+
+    def make(self) -> Hosts:
+        bridge = f"nlbr{self.tag}"
+        _run(["ip", "link", "add", bridge, "type", "bridge"])
+        _run(["ip", "addr", "add", f"{TEST_ADDRESS}/{PREFIX}", "dev", bridge])
+        _run(["ip", "link", "set", bridge, "up"])
+        for index, (host, address) in enumerate(HOSTS.items()):
+            name, veth = self.netns[host], f"nl{self.tag}v{index}"
+            _run(["ip", "netns", "add", name])
+            _run(["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0",
+                  "netns", name])
+            _run(["ip", "link", "set", veth, "master", bridge, "up"])
+            _run(["ip", "-n", name, "addr", "add", f"{address}/{PREFIX}", "dev", "eth0"])
+            _run(["ip", "-n", name, "link", "set", "eth0", "up"])
+            _run(["ip", "-n", name, "link", "set", "lo", "up"])
+        return self
+
+    def remove(self) -> None:
+        for name in self.netns.values():
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+    @contextlib.contextmanager
+    def inside(self, host: str):
+        back = {flag: os.open(f"/proc/thread-self/ns/{kind}", os.O_RDONLY)
+                for flag, kind in ((CLONE_NEWNET, "net"), (CLONE_NEWUTS, "uts"))}
+        target = os.open(f"/run/netns/{self.netns[host]}", os.O_RDONLY)
+        try:
+            if self.libc.setns(target, CLONE_NEWNET) != 0 or \
+                    self.libc.unshare(CLONE_NEWUTS) != 0 or \
+                    self.libc.sethostname(host.encode(), len(host)) != 0:
+                raise OSError(ctypes.get_errno(), f"cannot enter host {host}")
+            yield
+        finally:
+            for flag, fd in back.items():
+                if self.libc.setns(fd, flag) != 0:
+                    raise OSError(ctypes.get_errno(), "cannot leave the host's namespaces")
+                os.close(fd)
+            os.close(target)
+
+
+def _skip_unless_namespaces() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the hosts are network namespaces made with `ip netns` and veth pairs, "
+                    "which needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN)")
+    if shutil.which("ip") is None:
+        pytest.skip("iproute2's `ip` is not installed (apt-get install iproute2)")
+    probe = subprocess.run(["unshare", "-n", "ip", "link", "add", "nlprobe", "type", "veth",
+                            "peer", "name", "nlprobe1"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"this kernel or container refuses veth pairs: {probe.stderr.strip()}")
+
+
+def _compute(hosts: Hosts, host: str, state_dir: Path, mq, pg) -> subprocess.Popen:
+    """`novalab service nova-compute` on ``host``, once it is ready."""
+    state = StateDir(state_dir).make()
+    unit = Unit("nova-compute", host)
+    env = dict(os.environ, PYTHONUNBUFFERED="1", NOVALAB_TRANSPORT_URL=mq.url,
+               NOVALAB_DB_URL=pg.url("novalab"), NOVALAB_BIND_ADDRESS=HOSTS[host],
+               NOVALAB_URLS_FROM="catalog", NOVALAB_VIF_PLUGGING_TIMEOUT="10")
+    with hosts.inside(host), open(state.log(unit), "a") as log:
+        process = subprocess.Popen([*NOVALAB, "service", "nova-compute", "--host", host,
+                                    "--state-dir", str(state_dir)], env=env, stdout=log,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
+    deadline = time.monotonic() + 60
+    while state.ready(unit) is None:
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"nova-compute on {host} not ready:\n"
+                        f"{state.log(unit).read_text()[-4000:]}")
+        time.sleep(0.2)
+    return process
+
+
+def _stop(process: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(5)
+
+
+@pytest.fixture(scope="module")
+def cloud():
+    """The three hosts and their services; the state directory of each."""
+    _skip_unless_namespaces()
+    with contextlib.ExitStack() as stack:
+        started = time.monotonic()
+        assert stack.enter_context(private_services.network_namespace())
+        hosts = Hosts()
+        stack.callback(hosts.remove)
+        hosts.make()
+        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="novalab-hosts-")))
+        dirs = {host: root / host / ".novalab-up" for host in HOSTS}
+        with hosts.inside("controller"):
+            mq = stack.enter_context(private_services.private_rabbitmq(
+                host=HOSTS["controller"]))
+            pg = stack.enter_context(private_services.private_postgres(
+                host=HOSTS["controller"]))
+            stack.callback(_run, [*NOVALAB, "down", "--state-dir", str(dirs["controller"])])
+            _run([*NOVALAB, "up", "--computes", "0", "--transport", mq.url,
+                  "--db", pg.url("novalab"), "--state-dir", str(dirs["controller"]),
+                  "--bind-address", HOSTS["controller"], "--web-port", "0",
+                  "--vif-plugging-timeout", "10"])
+        for host in ("compute-1", "compute-2"):
+            stack.callback(_stop, _compute(hosts, host, dirs[host], mq, pg))
+        print(f"\nthree hosts up in {time.monotonic() - started:.1f} s")
+        yield dirs
+
+
+def _boot_two(state_dir: Path) -> tuple[str, list[dict]]:
+    """One traced request for two servers, polled to ACTIVE: (trace id, servers)."""
+    from novalab.tracing.http import http_client
+    from novalab.tracing.setup import Telemetry
+
+    record = StateDir(state_dir).load()
+    telemetry = Telemetry(file_path=StateDir(state_dir).trace_file("novalab-client"),
+                          otlp=False)
+    provider = telemetry.provider("novalab-client")
+    try:
+        with http_client(provider) as http:
+            client = CloudClient(record["os_env"]["OS_AUTH_URL"], http)
+            tracer = provider.get_tracer("novalab.client")
+            with tracer.start_as_current_span("openstack server create") as root:
+                client.authenticate("demo", record["password"], "demo")
+                flavor, image = client.find_flavor("m1.nano"), client.find_image("cirros")
+                client.create_server("spread", flavor["id"], image["id"], min_count=2)
+                deadline = time.monotonic() + 60
+                while True:
+                    response = http.get(f"{client.endpoint('compute')}/servers/detail",
+                                        params={"name": "spread"}, headers=client._headers())
+                    servers = response.json()["servers"]
+                    if len(servers) == 2 and all(s["status"] in ("ACTIVE", "ERROR")
+                                                 for s in servers):
+                        break
+                    assert time.monotonic() < deadline, f"not settled in 60 s: {servers}"
+                    time.sleep(0.3)
+            trace_id = format(root.get_span_context().trace_id, "032x")
+    finally:
+        telemetry.shutdown()
+    return trace_id, servers
+
+
+def test_one_boot_traced_across_three_hosts(cloud, tmp_path):
+    started = time.monotonic()
+    trace_id, servers = _boot_two(cloud["controller"])
+    assert [s["status"] for s in servers] == ["ACTIVE", "ACTIVE"], servers
+    output, merged = tmp_path / "trace.json", tmp_path / "merged"
+    collected = _run([*TRACE, "collect", *[a for d in cloud.values()
+                                           for a in ("--state-dir", str(d))],
+                      "--trace-id", trace_id, "--into", str(merged), "-o", str(output)])
+    assert "on hosts compute-1, compute-2, controller" in collected.stderr, collected.stderr
+    ips: dict[str, set] = {}
+    services: dict[str, set] = {}
+    for resource_spans in json.loads(output.read_text())["resourceSpans"]:
+        resource = decode_attributes(resource_spans["resource"]["attributes"])
+        if not any(scope["spans"] for scope in resource_spans["scopeSpans"]):
+            continue
+        host = resource.get(attr.HOST_NAME)
+        ips.setdefault(host, set()).update(resource.get(attr.HOST_IP) or [])
+        services.setdefault(host, set()).add(resource[attr.SERVICE_NAME])
+    for host, address in HOSTS.items():
+        assert ips.get(host) == {address}, (host, ips)
+    assert {"keystone", "nova-api", "nova-scheduler", "nova-conductor", "glance-api",
+            "neutron-server"} <= services["controller"]
+    for host in ("compute-1", "compute-2"):
+        assert {"nova-compute", "neutron-l2-agent"} <= services[host], services
+    # The merged store is a store like any host's: `trace list` finds the boot there.
+    listed = _run([*TRACE, "list", "--state-dir", str(merged), "--json", "--no-steps"])
+    assert trace_id in listed.stdout
+    print(f"\nboot of two servers, collect and checks: {time.monotonic() - started:.1f} s")

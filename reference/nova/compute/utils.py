@@ -110,8 +110,11 @@ def wrap_instance_event(prefix: str):
     return helper
 
 
+@functools.lru_cache(maxsize=65536)
 def compute_node_uuid(hypervisor_hostname: str) -> str:
     """The node's resource provider uuid: stable for a host name, as upstream's
     ``compute_id`` file keeps a node's uuid across restarts (the scheduler maps
-    allocation candidates back to hosts with it)."""
+    allocation candidates back to hosts with it). Kept once worked out: the
+    scheduler asks it for every host state of every request, and a SHA-1 each
+    time was 7 µs a host (70 ms a request over 10,000 hosts)."""
     return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"novalab:compute-node:{hypervisor_hostname}"))

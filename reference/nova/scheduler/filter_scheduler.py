@@ -91,13 +91,14 @@ class FilterScheduler:
                         reason="There are not enough hosts available. Placement refused "
                                "every claim.")
             best = weighed[0].obj
-            span.add_event("weigh", {
-                attr.NOVA_SCHEDULER_INSTANCE_INDEX: index,
-                attr.NOVA_SCHEDULER_WEIGHED_HOSTS: [w.obj.host for w in weighed],
-                attr.NOVA_SCHEDULER_WEIGHTS: [float(w.weight) for w in weighed],
-                attr.NOVA_SCHEDULER_FREE_RAM_MB: [w.obj.free_ram_mb for w in weighed],
-                attr.NOVA_SCHEDULER_CHOSEN_HOST: best.host,
-            })
+            if span.is_recording():  # every host's weight is for the trace only
+                span.add_event("weigh", {
+                    attr.NOVA_SCHEDULER_INSTANCE_INDEX: index,
+                    attr.NOVA_SCHEDULER_WEIGHED_HOSTS: [w.obj.host for w in weighed],
+                    attr.NOVA_SCHEDULER_WEIGHTS: [float(w.weight) for w in weighed],
+                    attr.NOVA_SCHEDULER_FREE_RAM_MB: [w.obj.free_ram_mb for w in weighed],
+                    attr.NOVA_SCHEDULER_CHOSEN_HOST: best.host,
+                })
             best.consume_from_request(spec["flavor"])
             chosen.append(best)
             span.set_attribute(attr.NOVA_SCHEDULER_CHOSEN_HOSTS, [h.host for h in chosen])

@@ -79,6 +79,7 @@ def get_filtered_objects(filters, objs, spec_obj, index: int = 0):
     the hosts it started with and those it passed and rejected, by name.
     """
     span = trace.get_current_span()
+    recording = span.is_recording()
     list_objs = list(objs)
     LOG.debug("Starting with %d host(s)", len(list_objs))
     results: list[tuple[str, int, int]] = []
@@ -98,25 +99,30 @@ def get_filtered_objects(filters, objs, spec_obj, index: int = 0):
                       else f"filter_all raised {where}")
             raise SchedulerHostFilterFailed(filter_name=cls_name, reason=reason) from exc
         results.append((cls_name, len(start), len(list_objs)))
-        passed_ids = {id(h) for h in list_objs}
-        event = {
-            attr.NOVA_SCHEDULER_FILTER: cls_name,
-            attr.NOVA_SCHEDULER_INSTANCE_INDEX: index,
-            attr.NOVA_SCHEDULER_HOSTS_BEFORE: len(start),
-            attr.NOVA_SCHEDULER_HOSTS_PASSED: len(list_objs),
-            attr.NOVA_SCHEDULER_PASSED_HOSTS: [h.host for h in list_objs],
-            attr.NOVA_SCHEDULER_REJECTED_HOSTS: [h.host for h in start
-                                                  if id(h) not in passed_ids],
-        }
-        source = getattr(filter_, "novalab_source", None)
-        if source:
-            event[attr.NOVA_SCHEDULER_FILTER_FILE] = source
-        span.add_event("filter", event)
+        if recording:  # naming every host is for the trace: untraced, skip the lists
+            span.add_event("filter", _filter_event(filter_, index, start, list_objs))
         if not list_objs:
             LOG.info("Filter %s returned 0 hosts", cls_name)
             break
         LOG.debug("Filter %s returned %d host(s)", cls_name, len(list_objs))
     return list_objs, results
+
+
+def _filter_event(filter_, index: int, start: list, passed: list) -> dict:
+    """The ``filter`` event of one filter run: the hosts it passed and rejected."""
+    passed_ids = {id(h) for h in passed}
+    event = {
+        attr.NOVA_SCHEDULER_FILTER: type(filter_).__name__,
+        attr.NOVA_SCHEDULER_INSTANCE_INDEX: index,
+        attr.NOVA_SCHEDULER_HOSTS_BEFORE: len(start),
+        attr.NOVA_SCHEDULER_HOSTS_PASSED: len(passed),
+        attr.NOVA_SCHEDULER_PASSED_HOSTS: [h.host for h in passed],
+        attr.NOVA_SCHEDULER_REJECTED_HOSTS: [h.host for h in start if id(h) not in passed_ids],
+    }
+    source = getattr(filter_, "novalab_source", None)
+    if source:
+        event[attr.NOVA_SCHEDULER_FILTER_FILE] = source
+    return event
 
 
 def all_filters():

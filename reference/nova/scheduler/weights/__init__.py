@@ -81,8 +81,9 @@ def get_weighed_objects(weighers, obj_list, weighing_properties) -> list[Weighed
         for obj, weight in zip(weighed, normalize(raw, weigher.minval, weigher.maxval),
                                strict=True):
             obj.weight += weigher.weight_multiplier(obj.obj) * weight
-        LOG.debug("%s: raw weights %s", type(weigher).__name__,
-                  {obj.obj.host: value for obj, value in zip(weighed, raw, strict=True)})
+        if LOG.isEnabledFor(logging.DEBUG):  # the dict names every host: build it only then
+            LOG.debug("%s: raw weights %s", type(weigher).__name__,
+                      {obj.obj.host: value for obj, value in zip(weighed, raw, strict=True)})
     return sorted(weighed, key=lambda w: w.weight, reverse=True)
 
 

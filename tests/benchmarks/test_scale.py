@@ -1,0 +1,69 @@
+"""The scale benchmark, CI-sized: its smallest run reports every figure and its
+invariants hold (no host oversubscribed, nothing stuck in BUILD, no span dropped).
+
+``benchmarks/scale.py`` prints how fast; here only what must be true whatever the
+speed: every boot reaches ACTIVE, each one's trace is found in the trace store's
+file with its scheduler, conductor and SQL spans, and the report has its fields.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture
+def scale(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import scale as module
+
+    yield module
+    for name in ("scale", "boot_latency", "select_destinations"):
+        sys.modules.pop(name, None)
+
+
+def test_smallest_run_reports_every_figure_and_keeps_the_invariants(scale, tmp_path):
+    lines = []
+    results, clouds = scale.run_scale(tmp_path, [2], [(3, 2)], echo=lines.append)
+    assert len(results) == 1
+    run = results[0]
+    # Every boot went ACTIVE and its trace was read back from the trace store's file.
+    assert (run.active, run.errors, run.traces_found) == (3, 0, 3)
+    assert run.oversubscribed == []
+    assert run.stuck == 0
+    assert run.spans_dropped == 0
+    summary = run.summary()
+    for key in ("boots_per_s", "cpu_ms_per_boot", "cpu_bound_boots_per_s", "p50_ms", "p99_ms",
+                "select_ms", "run_instance_ms", "conductor_ms", "db_ms", "rss_per_host_mb",
+                "oversubscribed_hosts", "stuck", "spans_dropped"):
+        assert key in summary
+    # The figures taken from spans are there: a boot schedules, calls the conductor
+    # and runs SQL.
+    assert summary["select_ms"] > 0 and summary["conductor_ms"] > 0 and summary["db_ms"] > 0
+    assert summary["oversubscribed_hosts"] == 0
+    assert set(clouds) == {2} and clouds[2]["rss_mb"] > 0
+    # The warm-up booted one server per host before the measured run.
+    assert any("warm-up: one boot per host (2)" in line for line in lines)
+
+    printed = []
+    scale.print_report(results, clouds, 0.4, None, echo=printed.append)
+    text = "\n".join(printed)
+    for label in ("target >= 20", "oversubscribed hosts: target 0; measured 0",
+                  "stuck in BUILD: target 0; measured 0", "spans dropped: target 0; measured 0"):
+        assert label in text
+    table = tmp_path / "scale.md"
+    scale.write_markdown(table, results, clouds, 0.4, None, "scale.py --test")
+    assert "| 2 | 3 | 2 |" in table.read_text()
+
+
+def test_select_destinations_picks_one_candidate_host_in_every_way(scale):
+    """run() raises unless each request chose exactly one host (among the candidates)."""
+    import select_destinations
+
+    results = select_destinations.run(hosts=300, requests=2, echo=lambda _text: None)
+    assert len(results) == 4
+    assert all(set(row) == {"untraced", "traced"} for row in results.values())

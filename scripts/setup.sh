@@ -4,6 +4,7 @@
 # Safe to run again: it only installs what is missing or changed.
 #   scripts/setup.sh          what `novalab` needs to run
 #   scripts/setup.sh --test   also what the tests use to check the pictures
+#   scripts/setup.sh --bench  also what the benchmarks plot with (the `bench` extra)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,10 +58,11 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 # Reinstall only when the project's metadata changed since the last install.
-stamp=.venv/.novalab-installed
+extras=test stamp=.venv/.novalab-installed
+if [ "${1:-}" = "--bench" ]; then extras=test,bench stamp=.venv/.novalab-installed-bench; fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  echo "setup: installing novalab and its dependencies into .venv"
+  echo "setup: installing novalab and its dependencies ($extras) into .venv"
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]"
   touch "$stamp"
 fi

@@ -36,6 +36,7 @@ from novalab.labs.course import Lab
 from novalab.reference.deploy.client import ClientError, CloudClient
 from novalab.reference.neutron.agent.metadata import guest_source_address, shared_secret
 from novalab.tracing import attributes as attr
+from novalab.tracing.http import http_client
 from novalab.tracing.model import Trace
 from novalab.tracing.store import NoTrace, TraceStore
 
@@ -108,7 +109,7 @@ class Context:
         return self.lab.rendered_names(self.user)
 
     def _client(self, user: str, password: str, project: str) -> CloudClient:
-        http = httpx.Client(timeout=30)
+        http = http_client(timeout=30)
         client = CloudClient(self.cloud.auth_url, http)
         client.authenticate(user, password, project)
         return client
@@ -168,8 +169,7 @@ class Context:
         if not proxy:
             raise Fail("this cloud names no metadata proxy (cloud.json): start the lab again")
         source = guest_source_address(port["id"], shared_secret(self.cloud.state_dir))
-        with httpx.Client(transport=httpx.HTTPTransport(local_address=source),
-                          timeout=30) as guest:
+        with http_client(timeout=30, local_address=source) as guest:
             return guest.get(f"{proxy.rstrip('/')}{path}")
 
     def require_whole_boot(self, name: str, flow: str | None = "classic"):

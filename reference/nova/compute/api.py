@@ -477,7 +477,8 @@ class API(CellsV2Mixin):
         if self.cells is not None:
             _cell, instance = self._lookup_instance(context, instance_uuid, read_deleted=read)
         else:
-            instance = db_api.instance_get_by_uuid(self.db, instance_uuid, read_deleted=read)
+            instance = db_api.instance_get_by_uuid(self.db, instance_uuid, read_deleted=read,
+                                                   expected_attrs=db_api.API_EXPECTED_ATTRS)
         if not context.is_admin and instance["project_id"] != context.project_id:
             raise exception.InstanceNotFound(instance_id=instance_uuid)
         return instance
@@ -487,12 +488,14 @@ class API(CellsV2Mixin):
         """Save the user's changes (name, description) where the instance lives: its
         cell, or its build request while it has none."""
         if self.cells is None:
-            return db_api.instance_update(self.db, instance["uuid"], updates)
+            return db_api.instance_update(self.db, instance["uuid"], updates,
+                                          expected_attrs=db_api.API_EXPECTED_ATTRS)
         cell, _found = self._lookup_instance(context, instance["uuid"])
         if cell is None:
             raise exception.Conflict(f"Instance {instance['uuid']} is being scheduled; "
                                      "try again once it has a host.")
-        return db_api.instance_update(self.cells.target_cell(cell), instance["uuid"], updates)
+        return db_api.instance_update(self.cells.target_cell(cell), instance["uuid"], updates,
+                                      expected_attrs=db_api.API_EXPECTED_ATTRS)
 
     # Metadata ---------------------------------------------------------------------------
 
@@ -537,7 +540,8 @@ class API(CellsV2Mixin):
             return self._get_all_in_cells(project_id, limit=limit, marker=marker,
                                           name_match=name_match, match=match)
         return db_api.instance_get_all(self.db, project_id=project_id, limit=limit,
-                                       marker=marker, name_match=name_match, match=match)
+                                       marker=marker, name_match=name_match, match=match,
+                                       expected_attrs=db_api.API_EXPECTED_ATTRS)
 
     def faults_for(self, instances: list[dict]) -> dict[str, dict]:
         uuids = [i["uuid"] for i in instances if i["vm_state"] == vm_states.ERROR]

@@ -100,7 +100,8 @@ class CellsV2Mixin:
                 except api_db.BuildRequestNotFound:
                     continue  # the conductor mapped it meanwhile: read the mapping again
             return cell, db_api.instance_get_by_uuid(self.cells.target_cell(cell),
-                                                     instance_uuid, read_deleted)
+                                                     instance_uuid, read_deleted,
+                                                     expected_attrs=db_api.API_EXPECTED_ATTRS)
         raise exception.InstanceNotFound(instance_id=instance_uuid)
 
     def _get_all_in_cells(self, project_id: str | None, *, limit, marker,
@@ -111,7 +112,8 @@ class CellsV2Mixin:
         found: dict[str, dict] = {}
         for _cell, db in self.cells.all_cells():
             for instance in db_api.instance_get_all(db, project_id=project_id,
-                                                    name_match=name_match, match=match):
+                                                    name_match=name_match, match=match,
+                                                    expected_attrs=db_api.API_EXPECTED_ATTRS):
                 found[instance["uuid"]] = instance
         for build_request in api_db.build_request_get_all(self.db, project_id):
             instance = instance_from_build_request(build_request)

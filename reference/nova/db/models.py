@@ -85,9 +85,11 @@ class Instance(TimestampMixin, SoftDeleteMixin, Base):
     # The flavor as it was at boot, extra specs included (upstream's
     # ``instance_extra.flavor``): 2.47 shows it, whatever happened to the flavor since.
     flavor: Mapped[dict | None] = mapped_column(JSON)
+    # Loaded only when asked for (db/api.py ``expected_attrs``); reading them
+    # unasked is a bug, not a silent extra query.
     tags: Mapped[list[Tag]] = relationship(
         primaryjoin="Instance.uuid == foreign(Tag.resource_id)", viewonly=True,
-        lazy="selectin", order_by="Tag.tag")
+        lazy="raise", order_by="Tag.tag")
 
     @property
     def name(self) -> str:

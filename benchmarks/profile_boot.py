@@ -105,7 +105,7 @@ def cprofile_rows(profile: cProfile.Profile) -> list[tuple[str, str, int, float,
 
 
 def profile_mode(traced: bool, args, workdir: Path) -> dict:
-    bench = Bench(traced, workdir, whole_cast=True)
+    bench = Bench(traced, workdir, whole_cast=not args.foundation)
     try:
         for _ in range(args.warmup):
             bench.boot_once()
@@ -230,11 +230,14 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25, help="functions listed per ranking")
     parser.add_argument("--span-cost", action="store_true",
                         help="also time the SDK's per-span CPU floor (BatchSpanProcessor)")
+    parser.add_argument("--foundation", action="store_true",
+                        help="profile the foundation scenario (no port, no volume) instead")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     modes = {"untraced": (False,), "traced": (True,), "both": (False, True)}[args.mode]
-    print("whole-cast embedded boot (port + 1 GB volume), profiler "
-          f"{args.profiler}, CPU clock")
+    scenario = ("foundation embedded boot (no port, no volume)" if args.foundation
+                else "whole-cast embedded boot (port + 1 GB volume)")
+    print(f"{scenario}, profiler {args.profiler}, CPU clock")
     print(f"  machine: a 10M-addition Python loop takes {calibration():.2f} s CPU")
     with tempfile.TemporaryDirectory(prefix="novalab-profile-") as tmp:
         for traced in modes:

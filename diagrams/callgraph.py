@@ -36,6 +36,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from novalab.diagrams.hosts import addresses as hosts_addresses
+from novalab.diagrams.hosts import by_service as hosts_by_service
+from novalab.diagrams.hosts import label as host_label
 from novalab.diagrams.model import Span, Trace
 from novalab.diagrams.semantics import (
     http_method,
@@ -228,24 +231,47 @@ class CallGraph:
             node_attr={"shape": "box", "style": "filled", "fontname": "Helvetica",
                        "fontsize": "10"},
             edge_attr={"fontname": "Helvetica", "fontsize": "8"})
-        clusters: dict[str | None, list[Component]] = defaultdict(list)
+        # A trace that crosses hosts (diagrams/hosts.py): a cluster per host around the
+        # services that ran on it alone; one that ran on several says where, in its label.
+        on = hosts_by_service(self.trace)
+        where = hosts_addresses(self.trace) if on else {}
+        homes: dict[str | None, dict[str | None, list[Component]]] = defaultdict(
+            lambda: defaultdict(list))
         for component in sorted(self.components.values(), key=lambda c: c.key):
-            clusters[component.cluster].append(component)
-        for cluster in sorted(clusters, key=lambda c: (c is not None, c or "")):
-            if cluster is None:
-                for component in clusters[cluster]:
-                    self._node(graph, component)
+            service = component.cluster or (component.key.split("/", 1)[1]
+                                             if component.key.startswith("service/") else None)
+            ran_on = on.get(service, ()) if service else ()
+            homes[ran_on[0] if len(ran_on) == 1 else None][component.cluster].append(component)
+        for host in sorted(homes, key=lambda h: (h is not None, h or "")):
+            if host is None:
+                self._clusters(graph, homes[host], on)
                 continue
-            with graph.subgraph(name=f"cluster_{cluster}") as sub:
-                sub.attr(label=cluster, style="rounded", color="#90a4ae")
-                for component in clusters[cluster]:
-                    self._node(sub, component)
+            with graph.subgraph(name=f"cluster_host_{host}") as sub:
+                ips = ", ".join(where.get(host, ()))
+                sub.attr(label=f"host {host}" + (f" ({ips})" if ips else ""),
+                         style="dashed", color="#546e7a")
+                self._clusters(sub, homes[host], on)
         for (source, target, kind), latencies in sorted(self.edges.items()):
             total = sum(latencies) / 1e6
             label = f"{len(latencies)}× · {total:.2f} ms\\nmean {total / len(latencies):.2f} ms"
             graph.edge(source, target, label=label, **EDGE_STYLES[kind])
         graph.node("legend", label=_legend_label(), shape="plaintext", style="")
         return graph.source
+
+    def _clusters(self, graph, clusters: dict[str | None, list[Component]],
+                  on: dict[str, tuple[str, ...]]) -> None:
+        """Each Nova service's cluster, and the components in none, into ``graph``."""
+        for cluster in sorted(clusters, key=lambda c: (c is not None, c or "")):
+            if cluster is None:
+                for component in clusters[cluster]:
+                    self._node(graph, component)
+                continue
+            ran_on = on.get(cluster, ())
+            label = f"{cluster} {host_label(ran_on)}" if len(ran_on) > 1 else cluster
+            with graph.subgraph(name=f"cluster_{cluster}") as sub:
+                sub.attr(label=label, style="rounded", color="#90a4ae")
+                for component in clusters[cluster]:
+                    self._node(sub, component)
 
     @staticmethod
     def _node(graph, component: Component) -> None:

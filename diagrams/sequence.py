@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from novalab.diagrams.check import CheckResult
 from novalab.diagrams.flows.model import ASYNC, RETURN, SYNC, Flow
+from novalab.diagrams.hosts import by_service as hosts_by_service
 from novalab.diagrams.model import Span, Trace
 from novalab.diagrams.semantics import (
     describe,
@@ -44,6 +45,8 @@ class Participant:
     name: str  # unique; what arrows refer to
     kind: str  # "actor", "service" or "infra"
     how: str = ""
+    # host.name of its spans, when the trace crosses hosts (diagrams/hosts.py); else ()
+    hosts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,15 @@ class SequenceDiagram:
 
 def from_check(result: CheckResult) -> SequenceDiagram:
     flow, trace = result.flow, result.trace
-    participants = tuple(Participant(line.name, line.kind, line.how) for line in flow.lifelines)
+    on = hosts_by_service(trace)
+    lifeline_hosts: dict[str, set[str]] = {}
+    for service, names in on.items():
+        line = flow.lifeline_of_service(service)
+        if line is not None:
+            lifeline_hosts.setdefault(line, set()).update(names)
+    participants = tuple(Participant(line.name, line.kind, line.how,
+                                     tuple(sorted(lifeline_hosts.get(line.name, ()))))
+                         for line in flow.lifelines)
     arrows, rows = [], {}
     for r in result.results:
         if not r.matched:
@@ -217,8 +228,10 @@ def from_trace(trace: Trace, flow: Flow | None = None) -> SequenceDiagram:
     roots = {s.service for s in trace.roots}
     names = sorted((n for n in first_seen if n in used),
                    key=lambda n: _full_order(flow, n, first_seen[n][0], first_seen[n][2]))
+    on = hosts_by_service(trace)
     participants = tuple(Participant(n, "actor" if n in roots and first_seen[n][0] == "service"
-                                     else first_seen[n][0], first_seen[n][1]) for n in names)
+                                     else first_seen[n][0], first_seen[n][1], on.get(n, ()))
+                         for n in names)
     arrows = []
     open_calls: dict[str, int] = {}
     bars = []

@@ -25,6 +25,7 @@ import json
 from xml.sax.saxutils import escape
 
 from novalab.diagrams.flows.model import ASYNC, RETURN
+from novalab.diagrams.hosts import label as host_label
 from novalab.diagrams.sequence import SequenceDiagram, arrow_details
 
 COL = 124  # lifeline spacing
@@ -130,7 +131,8 @@ def render_svg(diagram: SequenceDiagram) -> str:
         x = LEFT + i * COL + COL / 2
         fill, stroke, dash = FILLS.get(p.kind, FILLS["service"])
         lines = _wrap_name(p.name)
-        tip = f"{p.name} ({p.kind})" + (f": {p.how}" if p.how else "")
+        tip = f"{p.name} ({p.kind})" + (f": {p.how}" if p.how else "") + \
+            (f", on {', '.join(p.hosts)}" if p.hosts else "")
         out.append(f'<g class="lifeline" data-lifeline="{escape(p.name, _Q)}" '
                    f'data-kind="{p.kind}"><title>{escape(tip)}</title>')
         out.append(f'<line class="line" x1="{x:.1f}" y1="{top + HEAD_H}" x2="{x:.1f}" '
@@ -142,6 +144,10 @@ def render_svg(diagram: SequenceDiagram) -> str:
         for k, text in enumerate(lines):
             out.append(f'<text class="name" x="{x:.1f}" y="{first + 13 * k:.1f}">'
                        f"{escape(text)}</text>")
+        if p.hosts:  # the trace crosses hosts: where this participant ran
+            out.append(f'<text class="host" x="{x:.1f}" y="{top + HEAD_H + 12}" '
+                       'style="font-size:10px;fill:#546e7a;text-anchor:middle">'
+                       f"{escape(host_label(p.hosts))}</text>")
         out.append("</g>")
     for bar in diagram.activations:
         x = _x(diagram, bar.participant)

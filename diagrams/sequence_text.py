@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from novalab.diagrams.flows.model import ASYNC, RETURN
+from novalab.diagrams.hosts import label as host_label
 from novalab.diagrams.sequence import SequenceDiagram
 
 _MERMAID_WORDS = {"end", "loop", "alt", "opt", "par", "note", "participant", "actor", "box",
@@ -62,7 +63,8 @@ def render_mermaid(diagram: SequenceDiagram) -> str:
            f"    %% {_one_line(diagram.subtitle)}"]
     for p in diagram.participants:
         keyword = "actor" if p.kind == "actor" else "participant"
-        out.append(f"    {keyword} {ids[p.name]} as {_mermaid_text(p.name)}")
+        name = f"{p.name} {host_label(p.hosts)}" if p.hosts else p.name
+        out.append(f"    {keyword} {ids[p.name]} as {_mermaid_text(name)}")
     for arrow in diagram.arrows:
         head = heads.get(arrow.style, "->>")
         out.append(f"    {ids[arrow.source]}{head}{ids[arrow.target]}: "
@@ -101,7 +103,8 @@ def render_plantuml(diagram: SequenceDiagram) -> str:
            f"title {_plantuml_text(diagram.title)}",
            f"' {_one_line(diagram.subtitle)}"]
     for p in diagram.participants:
-        out.append(f'{_plantuml_keyword(p)} "{_plantuml_text(p.name)}" as {ids[p.name]}')
+        name = _plantuml_text(p.name) + (f"\\n{host_label(p.hosts)}" if p.hosts else "")
+        out.append(f'{_plantuml_keyword(p)} "{name}" as {ids[p.name]}')
     for arrow in diagram.arrows:
         head = heads.get(arrow.style, "->")
         colour = "[#c62828]" if arrow.out_of_order else ""

@@ -37,6 +37,8 @@ from pathlib import Path
 import private_services
 import pytest
 
+from novalab.diagrams import callgraph, sequence
+from novalab.diagrams.load import load_trace
 from novalab.reference.deploy.client import CloudClient
 from novalab.reference.deploy.statedir import StateDir, Unit
 from novalab.tracing import attributes as attr
@@ -122,17 +124,21 @@ def _skip_unless_namespaces() -> None:
 
 
 def _compute(hosts: Hosts, host: str, state_dir: Path, mq, pg) -> subprocess.Popen:
-    """`novalab service nova-compute` on ``host``, once it is ready."""
+    """`novalab service nova-compute` on ``host`` (started; see ``_ready``)."""
     state = StateDir(state_dir).make()
-    unit = Unit("nova-compute", host)
     env = dict(os.environ, PYTHONUNBUFFERED="1", NOVALAB_TRANSPORT_URL=mq.url,
                NOVALAB_DB_URL=pg.url("novalab"), NOVALAB_BIND_ADDRESS=HOSTS[host],
                NOVALAB_URLS_FROM="catalog", NOVALAB_VIF_PLUGGING_TIMEOUT="10")
-    with hosts.inside(host), open(state.log(unit), "a") as log:
-        process = subprocess.Popen([*NOVALAB, "service", "nova-compute", "--host", host,
-                                    "--state-dir", str(state_dir)], env=env, stdout=log,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   start_new_session=True)
+    with hosts.inside(host), open(state.log(Unit("nova-compute", host)), "a") as log:
+        return subprocess.Popen([*NOVALAB, "service", "nova-compute", "--host", host,
+                                 "--state-dir", str(state_dir)], env=env, stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+
+
+def _ready(process: subprocess.Popen, host: str, state_dir: Path) -> None:
+    """Until the compute host's service wrote its ready file (it is serving)."""
+    state, unit = StateDir(state_dir), Unit("nova-compute", host)
     deadline = time.monotonic() + 60
     while state.ready(unit) is None:
         if process.poll() is not None or time.monotonic() > deadline:
@@ -140,7 +146,6 @@ def _compute(hosts: Hosts, host: str, state_dir: Path, mq, pg) -> subprocess.Pop
             pytest.fail(f"nova-compute on {host} not ready:\n"
                         f"{state.log(unit).read_text()[-4000:]}")
         time.sleep(0.2)
-    return process
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -165,19 +170,28 @@ def cloud():
         hosts.make()
         root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="novalab-hosts-")))
         dirs = {host: root / host / ".novalab-up" for host in HOSTS}
+        phases = {"namespaces": time.monotonic() - started}
         with hosts.inside("controller"):
             mq = stack.enter_context(private_services.private_rabbitmq(
                 host=HOSTS["controller"]))
+            phases["rabbitmq"] = time.monotonic() - started - sum(phases.values())
             pg = stack.enter_context(private_services.private_postgres(
                 host=HOSTS["controller"]))
+            phases["postgresql"] = time.monotonic() - started - sum(phases.values())
             stack.callback(_run, [*NOVALAB, "down", "--state-dir", str(dirs["controller"])])
             _run([*NOVALAB, "up", "--computes", "0", "--transport", mq.url,
                   "--db", pg.url("novalab"), "--state-dir", str(dirs["controller"]),
                   "--bind-address", HOSTS["controller"], "--web-port", "0",
                   "--vif-plugging-timeout", "10"])
-        for host in ("compute-1", "compute-2"):
-            stack.callback(_stop, _compute(hosts, host, dirs[host], mq, pg))
-        print(f"\nthree hosts up in {time.monotonic() - started:.1f} s")
+            phases["controller up"] = time.monotonic() - started - sum(phases.values())
+        computes = {host: _compute(hosts, host, dirs[host], mq, pg)
+                    for host in ("compute-1", "compute-2")}
+        for process in computes.values():
+            stack.callback(_stop, process)
+        for host, process in computes.items():
+            _ready(process, host, dirs[host])
+        phases["computes"] = time.monotonic() - started - sum(phases.values())
+        print("\nthree hosts up in " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))
         yield dirs
 
 
@@ -241,4 +255,53 @@ def test_one_boot_traced_across_three_hosts(cloud, tmp_path):
     # The merged store is a store like any host's: `trace list` finds the boot there.
     listed = _run([*TRACE, "list", "--state-dir", str(merged), "--json", "--no-steps"])
     assert trace_id in listed.stdout
+    # The diagrams say who ran where.
+    trace = load_trace(output)
+    on = {p.name: p.hosts for p in sequence.from_trace(trace).participants}
+    assert on["nova-compute"] == ("compute-1", "compute-2") and on["nova-api"] == \
+        ("controller",), on
+    assert 'label="host controller (198.18.0.1)"' in callgraph.CallGraph(trace).to_dot()
     print(f"\nboot of two servers, collect and checks: {time.monotonic() - started:.1f} s")
+
+
+# -- the pieces, without namespaces -------------------------------------------------------
+
+
+def test_advertised_address_defaults_to_the_bind_address():
+    from novalab.reference.deploy.processes import DeployError, advertised
+
+    assert advertised("198.18.0.1", None) == "198.18.0.1"
+    assert advertised("0.0.0.0", "198.18.0.1") == "198.18.0.1"
+    with pytest.raises(DeployError, match="--advertise-address"):
+        advertised("0.0.0.0", None)
+
+
+def test_catalog_urls_are_what_up_registered(tmp_path):
+    """A compute host's --urls-from catalog reads back the URLs `up` registered."""
+    from novalab.reference.deploy import migrations
+    from novalab.reference.deploy.processes import catalog_urls, register_catalog
+
+    db_url = f"sqlite:///{tmp_path / 'novalab.db'}"
+    migrations.upgrade(db_url)
+    served = {key: f"http://198.18.0.1:{port}" for key, port in
+              (("keystone", 5000), ("nova", 8774), ("cinder", 8776), ("glance", 9292),
+               ("neutron", 9696), ("placement", 8778), ("ceph-rgw", 7480))}
+    register_catalog(db_url, dict(served, metadata="http://198.18.0.1:8775"))
+    assert catalog_urls(db_url) == served  # the catalog has no metadata API, as upstream
+
+
+def test_merge_stores_keeps_every_hosts_files(tmp_path):
+    from novalab.tracing.collect import merge_stores
+    from novalab.tracing.store import TraceStore
+
+    recorded = Path(__file__).parents[2] / "diagrams" / "fixtures" / \
+        "boot-rabbitmq-postgresql.otlp.jsonl"
+    for host in ("controller", "compute-1"):
+        (tmp_path / host / "traces").mkdir(parents=True)
+        shutil.copyfile(recorded, tmp_path / host / "traces" / "nova-api.jsonl")
+    merged = merge_stores([tmp_path / "controller", tmp_path / "compute-1" / "traces"],
+                          tmp_path / "merged")
+    assert merged.files == 2 and "compute-1" in merged.hosts
+    assert sorted(p.name for p in (tmp_path / "merged" / "traces").glob("*.jsonl")) == \
+        ["1-controller-nova-api.jsonl", "2-compute-1-nova-api.jsonl"]
+    assert TraceStore(tmp_path / "merged").refresh().rows()

@@ -6,7 +6,9 @@ the database every millisecond, so no HTTP polling competes with the boot), and
 also the purely server-side ``launched_at - created_at`` of the row. Traced and
 untraced clouds alternate in rounds so machine noise hits both alike.
 
-Targets (issue 2): median <= 50 ms per boot; traced/untraced <= 1.10.
+Targets (issue 13): traced POST->ACTIVE <= 30 ms (foundation) and <= 150 ms
+(whole cast) on a machine whose calibration loop takes 0.4 s; traced/untraced
+<= 1.10; and the tracing budget: spans a boot x the SDK's own per-span cost.
 Printed, never asserted: these machines are shared and noisy.
 
     .venv/bin/python benchmarks/boot_latency.py [--boots 30] [--warmup 3] [--whole-cast]
@@ -125,6 +127,8 @@ class Bench:
         self.poll = sqlite3.connect(config.db_url.removeprefix("sqlite:///"), timeout=5,
                                     isolation_level=None, check_same_thread=False)
         self.count = 0
+        self.spans: list[int] = []  # spans a traced boot made, one entry a boot
+        self.attributes: list[float] = []  # their mean attribute count
         self.extra = {}
         if whole_cast:  # a port (Neutron is running) and a 1 GB volume, as `novalab boot`
             self.extra["block_device_mapping_v2"] = [
@@ -142,6 +146,11 @@ class Bench:
         done = wait_active(self.poll, uuid)
         self.cloud.wait_idle()
         cpu = time.process_time() - cpu
+        if self.traced:  # counted outside the CPU window: the count is ours, not the boot's
+            finished = self.telemetry.finished_spans()
+            self.spans.append(len(finished))
+            self.attributes.append(sum(len(s.attributes) for s in finished)
+                                   / max(1, len(finished)))
         # As `novalab boot` does: one boot's spans are kept, written, then let go.
         # Holding every boot's spans would only measure the garbage collector.
         self.telemetry.clear()
@@ -182,6 +191,18 @@ def main() -> None:
         parser.error("--boots must be at least 20")
     logging.basicConfig(level=logging.WARNING)
     results = {True: ([], [], []), False: ([], [], [])}
+    spans, attributes = [], []  # of the measured traced boots
+
+    def measure(bench: Bench, index: int) -> None:
+        sample = bench.boot_once()
+        if index < args.warmup:
+            return
+        for series, value in zip(results[bench.traced], sample, strict=True):
+            series.append(value)
+        if bench.traced:
+            spans.append(bench.spans[-1])
+            attributes.append(bench.attributes[-1])
+
     with tempfile.TemporaryDirectory(prefix="novalab-bench-") as tmp:
         if args.whole_cast:
             # One cloud at a time on test:///default (two would share its guests'
@@ -191,13 +212,10 @@ def main() -> None:
                     bench = Bench(mode, Path(tmp), True)
                     try:
                         for index in range(args.warmup + args.boots // 4):
-                            sample = bench.boot_once()
-                            if index >= args.warmup:
-                                for series, value in zip(results[mode], sample, strict=True):
-                                    series.append(value)
+                            measure(bench, index)
                     finally:
                         bench.close()
-            report(args, results)
+            report(args, results, spans, attributes)
             return
         benches = {mode: Bench(mode, Path(tmp), args.whole_cast) for mode in (False, True)}
         try:
@@ -205,14 +223,11 @@ def main() -> None:
                 # Alternate which mode goes first, so neither always boots "second".
                 order = (False, True) if index % 2 else (True, False)
                 for mode in order:
-                    sample = benches[mode].boot_once()
-                    if index >= args.warmup:
-                        for series, value in zip(results[mode], sample, strict=True):
-                            series.append(value)
+                    measure(benches[mode], index)
         finally:
             for bench in benches.values():
                 bench.close()
-    report(args, results)
+    report(args, results, spans, attributes)
 
 
 def calibration() -> float:
@@ -229,12 +244,60 @@ def calibration() -> float:
     return time.process_time() - started
 
 
-def report(args, results) -> None:
+def sdk_floor(attributes: int, count: int = 5000) -> float:
+    """CPU seconds a span costs in the SDK itself, as novalab configures it.
+
+    The same ``Telemetry`` the traced cloud uses (its ended-span counter and
+    in-memory exporter), a child span under a parent, ``attributes`` attributes
+    given at start: the part of tracing no instrumentation choice can remove,
+    short of making fewer spans.
+    """
+    telemetry = Telemetry(enabled=True, memory=True, otlp=False)
+    tracer = telemetry.tracer("sdk-floor")
+    values = {f"novalab.floor.{index}": f"value-{index}" for index in range(attributes)}
+    with tracer.start_as_current_span("parent"):
+        for _ in range(500):  # warm-up
+            with tracer.start_as_current_span("child", attributes=values):
+                pass
+        telemetry.clear()
+        started = time.process_time()
+        for index in range(count):
+            with tracer.start_as_current_span("child", attributes=values):
+                pass
+            if index % 1000 == 999:
+                telemetry.clear()
+        elapsed = time.process_time() - started
+    telemetry.shutdown()
+    return elapsed / count
+
+
+def tracing_budget(traced_bench_spans: list[int], attributes: list[float],
+                   results) -> None:
+    """Issue 13 item 2: spans a boot x the SDK's floor, against what tracing costs."""
+    if not traced_bench_spans:
+        return
+    spans = statistics.median(traced_bench_spans)
+    mean_attributes = round(statistics.mean(attributes))
+    floor = sdk_floor(mean_attributes)
+    budget = spans * floor * 1000
+    measured = (statistics.median(results[True][2]) - statistics.median(results[False][2])) * 1000
+    print(f"tracing budget: {spans:.0f} spans a boot x {floor * 1e6:.1f} us (the SDK's floor "
+          f"here, {mean_attributes} attributes a span) = {budget:.1f} ms CPU; measured "
+          f"traced - untraced CPU: {measured:.1f} ms ({measured / budget:.2f}x the budget)")
+
+
+# Issue 13's targets, for a machine whose calibration loop takes 0.4 s.
+TARGET_CALIBRATION = 0.4
+TARGETS_MS = {False: 30.0, True: 150.0}  # traced POST->ACTIVE: foundation, whole cast
+
+
+def report(args, results, spans=(), attributes=()) -> None:
     scenario = "whole cast (port + volume)" if args.whole_cast else "foundation"
     boots = len(results[True][0])  # --whole-cast runs four rounds of boots // 4
     print(f"embedded boot, {scenario} scenario (memory transport, SQLite, libvirt test "
           f"driver), {boots} boots per mode, alternating")
-    print(f"  machine: a 10M-addition Python loop takes {calibration():.2f} s CPU")
+    machine = calibration()
+    print(f"  machine: a 10M-addition Python loop takes {machine:.2f} s CPU")
     for traced, label in ((False, "untraced"), (True, "traced")):
         wall, inside, cpu = results[traced]
         print(f"  {label:9} POST->ACTIVE {summary(wall)}")
@@ -243,12 +306,14 @@ def report(args, results) -> None:
     median = statistics.median(results[True][0]) * 1000
     ratio = statistics.median(results[True][0]) / statistics.median(results[False][0])
     cpu_ratio = statistics.median(results[True][2]) / statistics.median(results[False][2])
-    target = ("the targets are the foundation scenario's" if args.whole_cast else
-              "target <= 50 ms; Nova's in-process functional harness: about 650 ms")
-    print(f"\ntraced median POST->ACTIVE: {median:.1f} ms ({target})")
-    print(f"traced/untraced ratio, POST->ACTIVE: {ratio:.2f}"
-          + ("" if args.whole_cast else " (target <= 1.10)"))
+    scaled = median * TARGET_CALIBRATION / machine
+    print(f"\ntraced median POST->ACTIVE: {median:.1f} ms; scaled to a "
+          f"{TARGET_CALIBRATION} s machine (x {TARGET_CALIBRATION}/{machine:.2f}, a rough "
+          f"linear scaling): {scaled:.1f} ms (target <= {TARGETS_MS[args.whole_cast]:.0f} ms; "
+          "Nova's in-process functional harness, everything else stubbed: about 650 ms)")
+    print(f"traced/untraced ratio, POST->ACTIVE: {ratio:.2f} (target <= 1.10)")
     print(f"traced/untraced ratio, CPU per boot: {cpu_ratio:.2f}")
+    tracing_budget(list(spans), list(attributes), results)
 
 
 if __name__ == "__main__":

@@ -148,14 +148,17 @@ def _ready(process: subprocess.Popen, host: str, state_dir: Path) -> None:
         time.sleep(0.2)
 
 
-def _stop(process: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(5)
+def _stop(processes: list[subprocess.Popen]) -> None:
+    """SIGTERM to all, then wait for each (SIGKILL after 20 s)."""
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
 
 
 @pytest.fixture(scope="module")
@@ -186,8 +189,7 @@ def cloud():
             phases["controller up"] = time.monotonic() - started - sum(phases.values())
         computes = {host: _compute(hosts, host, dirs[host], mq, pg)
                     for host in ("compute-1", "compute-2")}
-        for process in computes.values():
-            stack.callback(_stop, process)
+        stack.callback(_stop, list(computes.values()))
         for host, process in computes.items():
             _ready(process, host, dirs[host])
         phases["computes"] = time.monotonic() - started - sum(phases.values())

@@ -293,7 +293,11 @@ def run_web_page(state_dir: str | os.PathLike, *, port: int | None = None,
     stop = stop or _stop_on_signals()
     with _exit_recorded(state, unit, stop):
         try:
-            server = web.start(state.root, host, port)
+            # Off loopback the page asks for a keystone token: keystone is up already
+            # (the page starts last), state.json names it only once `up` is done.
+            keystone = running_urls(state).get("keystone")
+            server = web.start(state.root, host, port,
+                               auth_url=f"{keystone}/v3" if keystone else None)
         except OSError as exc:
             raise DeployError(f"{exc} (`novalab up --web-port PORT` picks another port; 0: "
                               "no trace page)") from exc

@@ -184,8 +184,7 @@ def cloud():
             stack.callback(_run, [*NOVALAB, "down", "--state-dir", str(dirs["controller"])])
             _run([*NOVALAB, "up", "--computes", "0", "--transport", mq.url,
                   "--db", pg.url("novalab"), "--state-dir", str(dirs["controller"]),
-                  "--bind-address", HOSTS["controller"], "--web-port", "0",
-                  "--vif-plugging-timeout", "10"])
+                  "--bind-address", HOSTS["controller"], "--vif-plugging-timeout", "10"])
             phases["controller up"] = time.monotonic() - started - sum(phases.values())
         computes = {host: _compute(hosts, host, dirs[host], mq, pg)
                     for host in ("compute-1", "compute-2")}
@@ -254,6 +253,12 @@ def test_one_boot_traced_across_three_hosts(cloud, tmp_path):
             "neutron-server"} <= services["controller"]
     for host in ("compute-1", "compute-2"):
         assert {"nova-compute", "neutron-l2-agent"} <= services[host], services
+    # Every API, and the trace page, at the controller's address.
+    record = StateDir(cloud["controller"]).load()
+    assert record["os_env"]["OS_AUTH_URL"] == f"http://{HOSTS['controller']}:5000/v3"
+    assert record["web_url"] == f"http://{HOSTS['controller']}:8700"
+    assert all(url.startswith(f"http://{HOSTS['controller']}:")
+               for key, url in record["urls"].items() if key != "ceph-mon")
     # The merged store is a store like any host's: `trace list` finds the boot there.
     listed = _run([*TRACE, "list", "--state-dir", str(merged), "--json", "--no-steps"])
     assert trace_id in listed.stdout

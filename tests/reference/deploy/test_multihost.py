@@ -121,6 +121,11 @@ def _skip_unless_namespaces() -> None:
                             "peer", "name", "nlprobe1"], capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip(f"this kernel or container refuses veth pairs: {probe.stderr.strip()}")
+    name = f"novalab-probe-{uuid.uuid4().hex[:6]}"
+    probe = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"`ip netns add` fails here (/run/netns): {probe.stderr.strip()}")
 
 
 def _compute(hosts: Hosts, host: str, state_dir: Path, mq, pg) -> subprocess.Popen:

@@ -24,6 +24,16 @@ def test_each_service_gets_its_own_resource(tmp_path):
     telemetry.shutdown()
 
 
+def test_host_ip_is_on_every_resource_when_given():
+    """`novalab service --advertise-address` puts the host's address on its resources;
+    an embedded cloud gives none, and its resources have no host.ip."""
+    telemetry = Telemetry(memory=True, otlp=False, host_ip=["198.18.0.2"])
+    resource = telemetry.provider("nova-compute", host="compute-1").resource.attributes
+    assert resource["host.ip"] == ("198.18.0.2",) and resource["host.name"] == "compute-1"
+    assert "host.ip" not in Telemetry(memory=True, otlp=False).provider("x").resource.attributes
+    telemetry.shutdown()
+
+
 def test_file_exporter_writes_otlp_json_lines(tmp_path):
     path = tmp_path / "spans.jsonl"
     telemetry = Telemetry(file_path=path, otlp=False)

@@ -114,8 +114,10 @@ class Flavor(TimestampMixin, Base):
     description: Mapped[str | None] = mapped_column(Text)
     extra_specs: Mapped[list[FlavorExtraSpecs]] = relationship(
         viewonly=True, lazy="selectin", order_by="FlavorExtraSpecs.key")
+    # Read only by os-flavor-access (access checks are SQL EXISTS on the table):
+    # loaded when touched, not with every flavor a boot reads.
     projects: Mapped[list[FlavorProjects]] = relationship(
-        viewonly=True, lazy="selectin", order_by="FlavorProjects.project_id")
+        viewonly=True, lazy="select", order_by="FlavorProjects.project_id")
 
 
 class FlavorExtraSpecs(TimestampMixin, Base):

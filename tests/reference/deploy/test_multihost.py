@@ -166,6 +166,20 @@ def _stop(processes: list[subprocess.Popen]) -> None:
             process.wait(5)
 
 
+def _down(state_dir: Path) -> None:
+    """SIGTERM to every controller unit at once (the test's broker and database go next,
+    so their order does not matter), then `novalab down`, which checks none is left:
+    `down` alone stops them one after the other, some 25 s here."""
+    from novalab.reference.deploy import health
+
+    for path in StateDir(state_dir).pid_files():
+        pid, unit_id = int(path.read_text()), path.name.removesuffix(".pid")
+        if health.alive(pid) and health.is_service_process(pid, unit_id):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+    _run([*NOVALAB, "down", "--state-dir", str(state_dir)])
+
+
 @pytest.fixture(scope="module")
 def cloud():
     """The three hosts and their services; the state directory of each."""
@@ -186,7 +200,7 @@ def cloud():
             pg = stack.enter_context(private_services.private_postgres(
                 host=HOSTS["controller"]))
             phases["postgresql"] = time.monotonic() - started - sum(phases.values())
-            stack.callback(_run, [*NOVALAB, "down", "--state-dir", str(dirs["controller"])])
+            stack.callback(_down, dirs["controller"])
             _run([*NOVALAB, "up", "--computes", "0", "--transport", mq.url,
                   "--db", pg.url("novalab"), "--state-dir", str(dirs["controller"]),
                   "--bind-address", HOSTS["controller"], "--vif-plugging-timeout", "10"])

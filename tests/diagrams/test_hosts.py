@@ -56,3 +56,12 @@ def test_call_graph_clusters_by_host(spread):
     # nova-compute's classes sit in compute-1's cluster, the scheduler's in the controller's
     compute_host = dot.index("cluster_host_compute-1")
     assert dot.index("cluster_nova-compute", compute_host) > compute_host
+
+
+def test_jaeger_export_keeps_host_ip(spread):
+    from novalab.diagrams.jaeger import to_jaeger
+
+    processes = to_jaeger(spread)["data"][0]["processes"]
+    tags = [{t["key"]: t["value"] for t in p["tags"]} for p in processes.values()]
+    assert {"host.name": "compute-1", "host.ip": '["198.18.0.2"]'}.items() <= \
+        next(t for t in tags if t.get("host.name") == "compute-1").items()

@@ -1,9 +1,9 @@
 """Diagrams of a trace that crosses hosts (issue 13, item 4): who ran where.
 
 The recorded RabbitMQ boot is re-labelled as ``novalab service`` on two hosts
-labels it (controller 198.18.0.1, compute-1 198.18.0.2): the lifelines and the
-call graph's clusters then name their hosts. The recording as it is (one
-machine: no host.ip, or one) draws as before.
+would label it (controller 198.18.0.1, compute-1 198.18.0.2): the lifelines and
+the call graph's clusters then name their hosts. The recording as it is (one
+machine: no host.ip) draws as before.
 """
 
 from __future__ import annotations

@@ -176,12 +176,18 @@ class ScaleCloud:
             counted.wrapped.keep_segments = 1_000_000
         self.start_seconds = time.perf_counter() - started
         self.start_cpu = time.process_time() - cpu
-        lift_quotas(self.cloud, "demo")
         self.http = http_client()  # untraced: the client's own work is not the cloud's
-        self.client = CloudClient(self.cloud.identity_url, self.http)
-        self.client.authenticate("demo", config.password, "demo")
-        self.flavor = self.client.find_flavor("m1.nano")
-        self.image = self.client.find_image("cirros")["id"]
+        try:
+            lift_quotas(self.cloud, "demo")
+            self.client = CloudClient(self.cloud.identity_url, self.http)
+            self.client.authenticate("demo", config.password, "demo")
+            self.flavor = self.client.find_flavor("m1.nano")
+            self.image = self.client.find_image("cirros")["id"]
+        except BaseException:
+            self.http.close()
+            self.cloud.stop()
+            self.telemetry.shutdown()
+            raise
         self.poll = sqlite3.connect(config.db_url.removeprefix("sqlite:///"), timeout=30,
                                     isolation_level=None, check_same_thread=False)
         self._read_upto: dict[int, int] = {}  # inode -> bytes read (rotation keeps inodes)

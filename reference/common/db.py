@@ -51,13 +51,18 @@ def _sqlite_pragmas(dbapi_connection, _record):
 def create_db_engine(url: str) -> Engine:
     """An engine for ``url`` with the per-backend settings the services need."""
     parsed = make_url(url)
-    kwargs: dict = {"future": True}
+    # A pool as wide as the servers' below: SQLAlchemy's default for SQLite (5 kept,
+    # 10 more opened and closed on demand) made a cloud with many boots in flight
+    # open and close connections, three PRAGMAs each, all the time (docs/perf/scale.md).
+    kwargs: dict = {"future": True, "pool_size": 10, "max_overflow": 20}
     if parsed.get_backend_name() == "sqlite":
+        if parsed.database in (None, "", ":memory:"):  # one connection a thread: no queue
+            kwargs = {"future": True}
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
         engine = create_engine(url, **kwargs)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    kwargs.update(pool_pre_ping=True, pool_size=10, max_overflow=20, pool_recycle=3600)
+    kwargs.update(pool_pre_ping=True, pool_recycle=3600)
     return create_engine(url, **kwargs)
 
 

@@ -97,6 +97,18 @@ class RunResult:
     oversubscribed: list[str] = field(default_factory=list)
     spans_dropped: int = 0
     cores: int = field(default_factory=lambda: os.cpu_count() or 1)
+    stored_percentiles: dict[float, float] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_summary(cls, data: dict) -> RunResult:
+        """A run back from ``--json``'s figures (its p50/p99, not every latency)."""
+        names = {f for f in cls.__dataclass_fields__} - {"latencies_ms", "oversubscribed",
+                                                         "stored_percentiles"}
+        result = cls(**{k: v for k, v in data.items() if k in names})
+        result.oversubscribed = ["(from JSON)"] * int(data.get("oversubscribed_hosts", 0))
+        result.stored_percentiles = {0.5: data.get("p50_ms", 0.0),
+                                     0.99: data.get("p99_ms", 0.0)}
+        return result
 
     @property
     def boots_per_s(self) -> float:
@@ -117,6 +129,8 @@ class RunResult:
         return 1000 / self.cpu_ms_per_boot if self.cpu_ms_per_boot else 0.0
 
     def percentile(self, q: float) -> float:
+        if not self.latencies_ms and q in self.stored_percentiles:
+            return self.stored_percentiles[q]
         ms = sorted(self.latencies_ms)
         return ms[min(len(ms) - 1, int(round(q * (len(ms) - 1))))] if ms else 0.0
 
@@ -193,6 +207,20 @@ class ScaleCloud:
         self._read_upto: dict[int, int] = {}  # inode -> bytes read (rotation keeps inodes)
         self._file_spans = 0  # spans read back from the file, every run so far
 
+    # What run() measures, which the `up` variant (scale_up.py) measures in other processes.
+    watcher_in_cloud = True  # the watcher's CPU is in cpu_seconds(): take it out
+
+    def cpu_seconds(self) -> float:
+        """CPU used so far by the cloud (here: this whole process)."""
+        return time.process_time()
+
+    def rss_mb(self) -> float:
+        """The compute hosts' resident memory (here: the process's, controller included)."""
+        return rss_mb()
+
+    def wait_idle(self) -> None:
+        self.cloud.wait_idle(60.0)
+
     def capacity(self) -> int:
         """How many more m1.nano servers fit on the hosts: a run never asks for more.
 
@@ -205,7 +233,7 @@ class ScaleCloud:
             "COALESCE(SUM(i.vcpus), 0), COALESCE(SUM(i.memory_mb), 0), "
             "COALESCE(SUM(i.root_gb + COALESCE(i.ephemeral_gb, 0)), 0) "
             "FROM compute_nodes n LEFT JOIN instances i ON i.host = n.host AND i.deleted = 0 "
-            "WHERE n.deleted = 0 GROUP BY n.host").fetchall()
+            "WHERE n.deleted = 0 GROUP BY n.id, n.host").fetchall()
         flavor = self.flavor
         return sum(int(min((cpu - ucpu) // flavor["vcpus"], (ram - uram) // flavor["ram"],
                            (disk - udisk) // max(flavor["disk"], 1)))
@@ -273,25 +301,25 @@ class ScaleCloud:
 
         watcher = threading.Thread(target=watch, name="scale-watcher", daemon=True)
         watcher.start()
-        cpu = time.process_time()
+        cpu = self.cpu_seconds()
         started = time.perf_counter()
         try:
             with ThreadPoolExecutor(concurrency, thread_name_prefix="scale-client") as pool:
                 list(pool.map(one, range(boots)))
             result.seconds = time.perf_counter() - started
-            self.cloud.wait_idle(60.0)  # every build's tail (its last spans) ends
-            cpu = time.process_time() - cpu
+            self.wait_idle()  # every build's tail (its last spans) ends
+            cpu = self.cpu_seconds() - cpu
         finally:
             stop.set()
             watcher.join()
         result.watcher_cpu_seconds = watcher_cpu[0] if watcher_cpu else 0.0
-        result.cpu_seconds = cpu - result.watcher_cpu_seconds
+        result.cpu_seconds = cpu - (result.watcher_cpu_seconds if self.watcher_in_cloud else 0)
         result.active = sum(1 for uuid in done if states.get(uuid) == "active")
         result.errors += sum(1 for uuid in done if states.get(uuid) == "error")
         result.stuck = self.poll.execute(
             "SELECT COUNT(*) FROM instances WHERE deleted = 0 AND vm_state = 'building'"
         ).fetchone()[0]
-        result.rss_mb = rss_mb()
+        result.rss_mb = self.rss_mb()
         result.oversubscribed = self.oversubscribed()
         self.read_spans(result)
         return result
@@ -305,7 +333,7 @@ class ScaleCloud:
             "COALESCE(SUM(i.vcpus), 0), COALESCE(SUM(i.memory_mb), 0), "
             "COALESCE(SUM(i.root_gb + COALESCE(i.ephemeral_gb, 0)), 0) "
             "FROM compute_nodes n LEFT JOIN instances i ON i.host = n.host AND i.deleted = 0 "
-            "WHERE n.deleted = 0 GROUP BY n.host").fetchall()
+            "WHERE n.deleted = 0 GROUP BY n.id, n.host").fetchall()
         over = []
         for host, cpu, cpu_r, ram, ram_r, disk, disk_r, ucpu, uram, udisk in rows:
             if ucpu > cpu * cpu_r or uram > ram * ram_r or udisk > disk * disk_r:
@@ -452,19 +480,33 @@ def parse_list(text: str) -> list[int]:
 
 
 def print_report(results: list[RunResult], clouds: dict[int, dict], calibration_s: float,
-                 select: dict | None, echo=print) -> None:
+                 select: dict | None, echo=print, mode: str = "embedded",
+                 whole_cast: dict | None = None) -> None:
     echo("")
-    echo("scale: embedded cloud, foundation scenario (keystone, nova, glance; no Neutron, "
-         "no volume), traced into the trace store's file, SQLite, memory broker, libvirt "
-         "test driver per host")
+    if mode == "up":
+        echo("scale: `novalab up`, a process per service (nova-compute one per host), "
+             "RabbitMQ + PostgreSQL on 127.0.0.1; every service of the cloud runs, the "
+             "runs boot the foundation request (flavor and image only), each service "
+             "traced into its file in STATE/traces")
+    else:
+        echo("scale: embedded cloud, foundation scenario (keystone, nova, glance; no "
+             "Neutron, no volume), traced into the trace store's file, SQLite, memory "
+             "broker, libvirt test driver per host")
     echo(f"  machine: a 10M-addition Python loop takes {calibration_s:.2f} s CPU "
          f"(issue 13's targets are for 0.4 s); {os.cpu_count()} cores; load average "
          f"{os.getloadavg()[0]:.1f} at the end")
-    echo("  CPU per boot: the whole process's CPU over the run, less the benchmark's "
-         "watcher, / boots (cloud, clients, heartbeats); CPU bound: cores / CPU per boot; "
-         "GIL bound: 1 / CPU per boot")
-    echo("  RSS per host: the process's RSS / hosts (one process holds the controller "
-         "and every host)")
+    if mode == "up":
+        echo("  CPU per boot: the deployment's processes' CPU (/proc) over the run / boots "
+             "(clients and watcher not included); CPU bound: cores / CPU per boot; "
+             "1-core bound: 1 / CPU per boot")
+        echo("  RSS per host: the nova-compute processes' RSS, mean; drop: spans of the "
+             "boot traces whose parent is missing from the files")
+    else:
+        echo("  CPU per boot: the whole process's CPU over the run, less the benchmark's "
+             "watcher, / boots (cloud, clients, heartbeats); CPU bound: cores / CPU per "
+             "boot; GIL bound: 1 / CPU per boot")
+        echo("  RSS per host: the process's RSS / hosts (one process holds the controller "
+             "and every host)")
     echo("")
     header = (f"  {'hosts':>5} {'boots':>5} {'conc':>4} {'boots/s':>7} {'bound':>6} "
               f"{'CPU/boot':>8} {'p50':>7} {'p99':>7} {'select':>6} {'run_inst':>8} "
@@ -486,8 +528,10 @@ def print_report(results: list[RunResult], clouds: dict[int, dict], calibration_
             echo(f"  OVERSUBSCRIBED ({r.hosts} hosts, {r.boots} boots): {host}")
     echo("")
     for hosts, info in sorted(clouds.items()):
+        count = (f"{info['processes']} processes" if "processes" in info
+                 else f"{info['threads']} threads")
         echo(f"  {hosts:>4} hosts: started in {info['start_s']:.1f} s ({info['start_cpu_s']:.1f} s "
-             f"CPU), RSS {info['rss_mb']:.0f} MB, {info['threads']} threads, idle CPU "
+             f"CPU), RSS {info['rss_mb']:.0f} MB, {count}, idle CPU "
              f"{info['idle_cpu']:.2f} s/s (heartbeats)")
     if len(clouds) > 1:
         small, large = min(clouds), max(clouds)
@@ -503,7 +547,7 @@ def print_report(results: list[RunResult], clouds: dict[int, dict], calibration_
              f"{best.concurrency} at a time), CPU bound {best.cpu_bound_boots_per_s:.1f} "
              f"on {best.cores} cores ({best.cpu_ms_per_boot:.0f} ms CPU a boot), "
              f"{best.gil_bound_boots_per_s:.1f} on the one core a Python process's GIL "
-             "lets it use")
+             "lets it use" + (" (the target is the embedded cloud's)" if mode == "up" else ""))
     worst = {key: max((getattr(r, key) if key != "oversubscribed" else len(r.oversubscribed))
                       for r in results) if results else 0
              for key in ("oversubscribed", "stuck", "spans_dropped")}
@@ -515,10 +559,23 @@ def print_report(results: list[RunResult], clouds: dict[int, dict], calibration_
         echo(f"  select_destinations over 10,000 host states: target <= {TARGET_SELECT_MS:.0f} ms;"
              f" measured {classic['untraced']:.1f} ms untraced, {classic['traced']:.1f} ms "
              "traced (classic); see above for placement's pre-filtering")
+    if mode == "up":
+        import scale_up
+
+        if whole_cast:
+            scale_up.print_up_report(whole_cast, echo)
+        else:
+            echo(f"  `up`, traced whole-cast boot: target <= "
+                 f"{scale_up.TARGET_UP_WHOLE_CAST_MS:.0f} ms; not measured in this run "
+                 "(--whole-cast 0)")
+    else:
+        echo("  `up` over RabbitMQ + PostgreSQL, traced whole-cast boot <= 300 ms: "
+             "measured by --up only")
 
 
 def write_markdown(path: Path, results: list[RunResult], clouds: dict[int, dict],
-                   calibration_s: float, select: dict | None, command: str) -> None:
+                   calibration_s: float, select: dict | None, command: str,
+                   mode: str = "embedded", whole_cast: dict | None = None) -> None:
     """The numbers as a Markdown table (docs/perf/scale.md embeds it between markers)."""
     rows = ["| hosts | boots | at a time | boots/s | CPU bound, 2 cores | GIL bound, 1 core | "
             "CPU/boot (ms) | "
@@ -535,24 +592,56 @@ def write_markdown(path: Path, results: list[RunResult], clouds: dict[int, dict]
             f"{r.run_instance_ms:.1f} | {r.conductor_ms:.1f} | {r.db_ms:.1f} | "
             f"{r.db_statements:.0f} | {r.spans_per_boot:.0f} | {r.rss_per_host_mb:.2f} | "
             f"{len(r.oversubscribed)} | {r.stuck} | {r.errors} | {r.spans_dropped} |")
-    rows += ["", "| hosts | start (s) | start CPU (s) | RSS (MB) | threads | idle CPU (s/s) |",
+    count = "processes" if mode == "up" else "threads"
+    rows += ["", f"| hosts | start (s) | start CPU (s) | RSS (MB) | {count} | idle CPU (s/s) |",
              "|---:|---:|---:|---:|---:|---:|"]
     for hosts, info in sorted(clouds.items()):
         rows.append(f"| {hosts} | {info['start_s']:.1f} | {info['start_cpu_s']:.1f} | "
-                    f"{info['rss_mb']:.0f} | {info['threads']} | {info['idle_cpu']:.2f} |")
+                    f"{info['rss_mb']:.0f} | {info.get(count, info['threads'])} | "
+                    f"{info['idle_cpu']:.2f} |")
+    if whole_cast:
+        import scale_up
+
+        rows += ["", "| hosts | whole-cast boots | p50 POST->ACTIVE (ms) | min (ms) | max (ms) "
+                 "| deployment CPU a boot (ms) | ERROR | target (ms) |",
+                 "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for hosts, f in sorted(whole_cast.items()):
+            ms = sorted(f["latencies_ms"]) or [0.0]
+            rows.append(f"| {hosts} | {len(f['latencies_ms'])} | {statistics.median(ms):.0f} | "
+                        f"{ms[0]:.0f} | {ms[-1]:.0f} | {statistics.median(f['cpu_ms'] or [0]):.0f}"
+                        f" | {f['errors']} | <= {scale_up.TARGET_UP_WHOLE_CAST_MS:.0f} |")
     if select:
         rows += ["", "| select_destinations, 10,000 host states | untraced (ms) | traced (ms) |",
                  "|---|---:|---:|"]
         rows += [f"| {label} | {row['untraced']:.2f} | {row['traced']:.2f} |"
                  for label, row in select.items()]
-    text = (f"Calibration: a 10M-addition Python loop took **{calibration_s:.2f} s** CPU "
-            f"({os.cpu_count()} cores). Command: `{command}`.\n\n" + "\n".join(rows) + "\n")
+    title = ("`novalab up`: a process per service, RabbitMQ + PostgreSQL" if mode == "up"
+             else "Embedded cloud: one process, SQLite, memory broker")
+    section = (f"<!-- scale:{mode} -->\n## {title}\n\n"
+               f"Calibration: a 10M-addition Python loop took **{calibration_s:.2f} s** CPU "
+               f"({os.cpu_count()} cores). Command: `{command}`.\n\n" + "\n".join(rows)
+               + f"\n<!-- /scale:{mode} -->\n")
+    # One section per mode: a run replaces its own mode's section and keeps the other's.
+    old = path.read_text() if path.exists() else ""
+    begin, end = f"<!-- scale:{mode} -->", f"<!-- /scale:{mode} -->\n"
+    if begin in old and end in old:
+        text = old[:old.index(begin)] + section + old[old.index(end) + len(end):]
+    elif "<!-- scale:" in old:
+        text = old.rstrip("\n") + "\n\n" + section
+    else:
+        text = section
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
 
 
-def write_plots(directory: Path, results: list[RunResult], calibration_s: float) -> list[Path]:
-    """cost vs hosts and cost vs concurrency, as PNGs (needs the ``bench`` extra)."""
+def write_plots(directory: Path, results: list[RunResult], calibration_s: float,
+                mode: str = "embedded") -> list[Path]:
+    """cost vs hosts and cost vs concurrency, as PNGs (needs the ``bench`` extra).
+
+    The throughput panels draw both bounds the CPU sets: every core busy
+    (``cores / CPU per boot``) and one core (``1 / CPU per boot``, what one
+    process's GIL allows). The concurrency plot's x axis names each run, boots
+    and boots in flight, so two runs with the same concurrency are two ticks."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -560,17 +649,29 @@ def write_plots(directory: Path, results: list[RunResult], calibration_s: float)
 
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    note = f"calibration {calibration_s:.2f} s (10M additions); foundation scenario, embedded"
+    prefix = "scale-up-" if mode == "up" else "scale-"
+    note = (f"calibration {calibration_s:.2f} s (10M additions); foundation scenario, "
+            + ("`novalab up` (a process per service, RabbitMQ + PostgreSQL)"
+               if mode == "up" else "embedded"))
 
-    def panel(ax, xs, series, xlabel, ylabel, title):
+    def panel(ax, xs, series, xlabel, ylabel, title, ticks=None):
         for label, ys in series.items():
-            ax.plot(xs, ys, marker="o", label=label)
-        ax.set_xscale("log")
+            style = "--" if "bound" in label else "-"
+            ax.plot(xs, ys, style, marker="o", label=label)
+        if ticks:
+            ax.set_xticks(xs, ticks, fontsize=8)
+        else:
+            ax.set_xscale("log")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(title, fontsize=10)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
+
+    def throughput(runs, cores):
+        return {"boots/s": [r.boots_per_s for r in runs],
+                f"CPU bound, {cores} cores": [r.cpu_bound_boots_per_s for r in runs],
+                "CPU bound, 1 core": [r.gil_bound_boots_per_s for r in runs]}
 
     # Cost vs hosts: the runs with the most boots done on every cloud size.
     by_hosts: dict[int, RunResult] = {}
@@ -594,39 +695,38 @@ def write_plots(directory: Path, results: list[RunResult], calibration_s: float)
         panel(axes[1], xs, {"p50": [r.percentile(0.5) for r in runs],
                             "p99": [r.percentile(0.99) for r in runs]},
               "compute hosts", "POST->ACTIVE (ms)", "latency vs hosts")
-        panel(axes[2], xs, {"boots/s": [r.boots_per_s for r in runs],
-                            "CPU bound": [r.cpu_bound_boots_per_s for r in runs]},
+        panel(axes[2], xs, throughput(runs, runs[0].cores),
               "compute hosts", "boots/s", "throughput vs hosts")
         fig.suptitle(note, fontsize=9)
         fig.tight_layout()
-        path = directory / "scale-cost-vs-hosts.png"
+        path = directory / f"{prefix}cost-vs-hosts.png"
         fig.savefig(path, dpi=90)
         plt.close(fig)
         written.append(path)
-    # Cost vs concurrency: the largest cloud's runs.
+    # Cost vs concurrency: the largest cloud's runs, one tick per run.
     if results:
         largest = max(r.hosts for r in results)
         runs = sorted((r for r in results if r.hosts == largest),
                       key=lambda r: (r.concurrency, r.boots))
         if len(runs) > 1:
-            xs = [r.concurrency for r in runs]
-            labels = [f"{r.boots}" for r in runs]
-            fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+            xs = list(range(len(runs)))
+            ticks = [f"{r.concurrency} in flight\n{r.boots} boots" for r in runs]
+            xlabel = "run: boots in flight, boots in all"
+            fig, axes = plt.subplots(1, 3, figsize=(14, 4.4))
             panel(axes[0], xs, {"CPU per boot": [r.cpu_ms_per_boot for r in runs],
                                 "scheduler run_instance": [r.run_instance_ms for r in runs],
                                 "DB (SQL spans)": [r.db_ms for r in runs],
                                 "conductor": [r.conductor_ms for r in runs]},
-                  "boots in flight", "ms per boot", f"cost vs concurrency ({largest} hosts)")
+                  xlabel, "ms per boot", f"cost vs concurrency ({largest} hosts)", ticks)
             panel(axes[1], xs, {"p50": [r.percentile(0.5) for r in runs],
                                 "p99": [r.percentile(0.99) for r in runs]},
-                  "boots in flight", "POST->ACTIVE (ms)", "latency vs concurrency")
-            panel(axes[2], xs, {"boots/s": [r.boots_per_s for r in runs],
-                                "CPU bound": [r.cpu_bound_boots_per_s for r in runs]},
-                  "boots in flight", "boots/s", "throughput vs concurrency "
-                  f"(boots per run: {', '.join(labels)})")
+                  xlabel, "POST->ACTIVE (ms)", "latency vs concurrency", ticks)
+            axes[1].set_yscale("log")
+            panel(axes[2], xs, throughput(runs, runs[0].cores),
+                  xlabel, "boots/s", "throughput vs concurrency", ticks)
             fig.suptitle(note, fontsize=9)
             fig.tight_layout()
-            path = directory / "scale-cost-vs-concurrency.png"
+            path = directory / f"{prefix}cost-vs-concurrency.png"
             fig.savefig(path, dpi=90)
             plt.close(fig)
             written.append(path)
@@ -656,7 +756,20 @@ def main() -> None:
                         help="write the tables as Markdown")
     parser.add_argument("--json", type=Path, default=None, metavar="FILE",
                         help="write every run's figures as JSON")
+    parser.add_argument("--from-json", type=Path, default=None, metavar="FILE",
+                        help="run nothing: print the report and write --plots/--markdown "
+                             "from a file --json wrote")
+    parser.add_argument("--up", action="store_true",
+                        help="the cloud `novalab up` starts (a process per service) on "
+                             "RabbitMQ and PostgreSQL at 127.0.0.1, instead of the embedded "
+                             "one; needs the standard ports free (scale_up.py)")
+    parser.add_argument("--whole-cast", type=int, default=10, metavar="N",
+                        help="--up: N whole-cast boots one at a time per cloud, for the "
+                             "issue's `up` target (0: none)")
     args = parser.parse_args()
+    if args.from_json:
+        replay(args)
+        return
     if args.quick:
         args.hosts, args.boots, args.concurrency = [1, 10], [1, 10, 20], [10]
         args.select_hosts = min(args.select_hosts, 1000)
@@ -670,22 +783,52 @@ def main() -> None:
         import select_destinations
 
         select = select_destinations.run(args.select_hosts, 20 if args.quick else 50)
+    series = None
     with tempfile.TemporaryDirectory(prefix="novalab-scale-") as tmp:
-        results, clouds = run_scale(Path(tmp), args.hosts, plan,
-                                    echo=lambda text: print(text, flush=True),
-                                    warm=not args.no_warm_up)
-    print_report(results, clouds, calibration_s, select)
+        if args.up:
+            import scale_up
+
+            results, clouds, series = scale_up.run_scale_up(
+                Path(tmp), args.hosts, plan, echo=lambda text: print(text, flush=True),
+                warm=not args.no_warm_up, whole_cast=args.whole_cast)
+        else:
+            results, clouds = run_scale(Path(tmp), args.hosts, plan,
+                                        echo=lambda text: print(text, flush=True),
+                                        warm=not args.no_warm_up)
+    mode = "up" if args.up else "embedded"
+    print_report(results, clouds, calibration_s, select, mode=mode, whole_cast=series)
     command = "benchmarks/scale.py " + " ".join(sys.argv[1:])
     if args.markdown:
         write_markdown(args.markdown, results, clouds, calibration_s, select, command)
         print(f"wrote {args.markdown}")
     if args.json:
         args.json.write_text(json.dumps({"calibration_s": calibration_s, "clouds": clouds,
-                                         "select_destinations": select,
+                                         "select_destinations": select, "mode": mode,
+                                         "whole_cast": series, "command": command,
                                          "runs": [r.summary() for r in results]}, indent=1))
         print(f"wrote {args.json}")
     if args.plots:
-        for path in write_plots(args.plots, results, calibration_s):
+        for path in write_plots(args.plots, results, calibration_s, mode):
+            print(f"wrote {path}")
+
+
+def replay(args) -> None:
+    """--from-json: the report, table and plots of a stored run, without running it."""
+    data = json.loads(args.from_json.read_text())
+    results = [RunResult.from_summary(run) for run in data["runs"]]
+    clouds = {int(hosts): info for hosts, info in data["clouds"].items()}
+    series = {int(h): f for h, f in (data.get("whole_cast") or {}).items()}
+    mode = data.get("mode", "embedded")
+    print_report(results, clouds, data["calibration_s"], data.get("select_destinations"),
+                 mode=mode, whole_cast=series)
+    if args.markdown:
+        write_markdown(args.markdown, results, clouds, data["calibration_s"],
+                       data.get("select_destinations"),
+                       data.get("command", f"benchmarks/scale.py (from {args.from_json})"),
+                       mode=mode, whole_cast=series)
+        print(f"wrote {args.markdown}")
+    if args.plots:
+        for path in write_plots(args.plots, results, data["calibration_s"], mode):
             print(f"wrote {path}")
 
 

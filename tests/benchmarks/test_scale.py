@@ -67,3 +67,29 @@ def test_select_destinations_picks_one_candidate_host_in_every_way(scale):
     results = select_destinations.run(hosts=300, requests=2, echo=lambda _text: None)
     assert len(results) == 4
     assert all(set(row) == {"untraced", "traced"} for row in results.values())
+
+
+def test_a_stored_run_gives_back_its_figures_and_each_mode_keeps_its_section(scale, tmp_path):
+    """--from-json rebuilds the report from --json's summaries; --markdown replaces only
+    its own mode's section, so the embedded and `up` tables live in one file."""
+    run = scale.RunResult(hosts=5, boots=10, concurrency=10, active=10, seconds=2.0,
+                          cpu_seconds=3.0, latencies_ms=[100.0 + i for i in range(10)],
+                          select_ms=4.0, spans_per_boot=150.0)
+    back = scale.RunResult.from_summary(run.summary())
+    for key in ("boots_per_s", "cpu_ms_per_boot", "cpu_bound_boots_per_s",
+                "gil_bound_boots_per_s", "p50_ms", "p99_ms", "select_ms", "spans_per_boot"):
+        assert back.summary()[key] == run.summary()[key], key
+
+    table = tmp_path / "scale.md"
+    clouds = {5: {"start_s": 1.0, "start_cpu_s": 1.0, "rss_mb": 100.0, "threads": 20,
+                  "idle_cpu": 0.1}}
+    scale.write_markdown(table, [run], clouds, 0.4, None, "scale.py")
+    whole_cast = {5: {"boots": 2, "errors": 0, "latencies_ms": [250.0, 260.0],
+                      "cpu_ms": [400.0, 410.0]}}
+    scale.write_markdown(table, [back], {5: dict(clouds[5], processes=30)},
+                         0.4, None, "scale.py --up", mode="up", whole_cast=whole_cast)
+    scale.write_markdown(table, [run], clouds, 0.5, None, "scale.py again")
+    text = table.read_text()
+    assert text.count("<!-- scale:embedded -->") == 1 and text.count("<!-- scale:up -->") == 1
+    assert "scale.py again" in text and "**0.40 s**" not in text.split("<!-- scale:up")[0]
+    assert "| 5 | 2 | 255 |" in text  # the whole-cast series: boots, p50

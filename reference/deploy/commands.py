@@ -242,8 +242,13 @@ def down(state_dir, grace):
               help="Where to find the other services' URLs: the ready files of --state-dir "
                    "(services of this host), or keystone's catalog in --db (a host without "
                    f"the controller's state directory: a compute host) (env {ENV_URLS_FROM}).")
+@click.option("--after", multiple=True, metavar="UNIT",
+              help="Wait until UNIT (keystone, nova-compute-compute-1, ...) has written its "
+                   "ready file in --state-dir before building this service; repeatable. "
+                   "`up` starts every process at once this way, so their imports overlap "
+                   "and they still come up in order.")
 def service(name, host, transport_url, db_url, state_dir, vif_plugging_timeout, topology,
-            bind_address, advertise_address, urls_from):
+            bind_address, advertise_address, urls_from, after):
     """Run one service in the foreground until SIGTERM or Ctrl-C.
 
     NAME is one of the registry's services (novalab.reference.deploy.services.
@@ -267,7 +272,7 @@ def service(name, host, transport_url, db_url, state_dir, vif_plugging_timeout, 
                               state_dir=state_dir,
                               vif_plugging_timeout=vif_plugging_timeout, topology=topology,
                               bind_address=bind_address, advertise_address=advertise_address,
-                              urls_from=urls_from)
+                              urls_from=urls_from, after=after)
     except processes.DeployError as exc:
         _fail(str(exc))
 

@@ -48,7 +48,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -191,7 +191,7 @@ def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
                 vif_plugging_timeout: float = VIF_PLUGGING_TIMEOUT,
                 topology: str = TOPOLOGY, bind_address: str = DEFAULT_BIND,
                 advertise_address: str | None = None,
-                urls_from: str = "state-dir") -> None:
+                urls_from: str = "state-dir", after: Sequence[str] = ()) -> None:
     """Build service ``name`` and serve until ``stop`` is set (or SIGTERM/SIGINT).
 
     The service listens on its standard port and finds the others through
@@ -204,11 +204,29 @@ def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
     ``advertise_address`` (default: the bind address) in the URLs it publishes,
     which `up` registers in the catalog; ``urls_from="catalog"`` finds the other
     services in keystone's catalog instead of the state directory (docs/multihost.md).
+    ``after`` names units (``keystone``, ``nova-compute-compute-1``) whose ready files
+    must be there before this one builds: `up` starts every process at once so their
+    imports overlap, and each still builds in the cloud's order.
     """
     advertise = advertised(bind_address, advertise_address)
-    if name == WEB_UNIT:
+    builder = None if name == WEB_UNIT else _builder(name, host, topology)
+    stop = stop or _stop_on_signals()
+    if after and not _await_units(StateDir(state_dir).make(), after, stop):
+        return
+    if builder is None:
         return run_web_page(state_dir, stop=stop, on_ready=on_ready, host=bind_address,
                             advertise=advertise)
+    state = StateDir(state_dir).make()
+    unit = Unit(name, host)
+    with _exit_recorded(state, unit, stop):
+        _serve(name, host, builder, state, unit, stop, transport_url=transport_url,
+               db_url=db_url, on_ready=on_ready, vif_plugging_timeout=vif_plugging_timeout,
+               topology=topology, bind_address=bind_address, advertise=advertise,
+               urls_from=urls_from)
+
+
+def _builder(name: str, host: str | None, topology: str):
+    """The registry's builder of ``name``, or DeployError saying what is wrong."""
     if name not in services.BUILDERS:
         raise DeployError(f"no service {name!r}; known: {', '.join(services.BUILDERS)}")
     if topology not in TOPOLOGIES:
@@ -222,14 +240,25 @@ def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
         raise DeployError(f"{name} runs once per compute host: give --host (e.g. compute-1)")
     if host and "host" not in inspect.signature(builder).parameters:
         raise DeployError(f"{name} takes no --host")
-    state = StateDir(state_dir).make()
-    unit = Unit(name, host)
-    stop = stop or _stop_on_signals()
-    with _exit_recorded(state, unit, stop):
-        _serve(name, host, builder, state, unit, stop, transport_url=transport_url,
-               db_url=db_url, on_ready=on_ready, vif_plugging_timeout=vif_plugging_timeout,
-               topology=topology, bind_address=bind_address, advertise=advertise,
-               urls_from=urls_from)
+    return builder
+
+
+def _await_units(state: StateDir, unit_ids: Sequence[str], stop: threading.Event) -> bool:
+    """Wait until each of ``unit_ids`` has written its ready file (with a live pid);
+    False if ``stop`` came first. `up` stops everything if one of them fails."""
+    waiting = list(unit_ids)
+    told = 0.0
+    while waiting:
+        ready = read_json(state.root / "run" / f"{waiting[0]}.ready") or {}
+        if health.alive(ready.get("pid")):
+            waiting.pop(0)
+            continue
+        if time.monotonic() - told > 30:
+            LOG.info("waiting for %s to be ready before building", ", ".join(waiting))
+            told = time.monotonic()
+        if stop.wait(0.1):
+            return False
+    return True
 
 
 def _serve(name, host, builder, state: StateDir, unit: Unit, stop: threading.Event, *,
@@ -425,11 +454,14 @@ def unit_health(unit: Unit, ready: dict | None, heartbeats: health.Heartbeats) -
     return health.Health(all(c.ok for c in checks), "; ".join(c.detail for c in checks))
 
 
-def _spawn(unit: Unit, state: StateDir, options: UpOptions) -> subprocess.Popen:
+def _spawn(unit: Unit, state: StateDir, options: UpOptions,
+           after: Sequence[str] = ()) -> subprocess.Popen:
     command = [sys.executable, "-m", SERVICE_MODULE, "service", unit.name,
                "--state-dir", str(state.root)]
     if unit.host:
         command += ["--host", unit.host]
+    for unit_id in after:
+        command += ["--after", unit_id]
     env = dict(os.environ, PYTHONUNBUFFERED="1", **{ENV_TRANSPORT: options.transport_url,
                                                     ENV_DB: options.db_url})
     if options.otlp:
@@ -542,21 +574,27 @@ def up(options: UpOptions, echo: Callable[[str], None] = print) -> dict:
     started: list[Unit] = []
     heartbeats = health.Heartbeats(options.db_url)
     try:
-        # One service after the other; the hosts of a per-host service start together.
+        # Every process starts now, so that their imports (most of a start) overlap;
+        # each builds only once the services before it are ready (``--after``), so
+        # they come up one after the other as before, the hosts of a per-host
+        # service together.
+        spawned = []
+        earlier: list[str] = []
         for name in dict.fromkeys(u.name for u in units):
-            group = []
-            for unit in (u for u in units if u.name == name):
+            group = [u for u in units if u.name == name]
+            for unit in group:
                 if unit.id in running:
                     echo(f"{unit.id:<24} already running (pid {running[unit.id]})")
                     continue
                 died = _died(state, unit, echo)
-                process = _spawn(unit, state, options)
+                process = _spawn(unit, state, options, after=earlier)
                 _record_restart(state, unit, died, process.pid)
-                group.append((unit, process))
+                spawned.append((unit, process))
                 started.append(unit)
-            for unit, process in group:
-                result = _wait_healthy(unit, process, state, heartbeats, options.timeout)
-                echo(f"{unit.id:<24} up (pid {process.pid}): {result.detail}")
+            earlier = earlier + [u.id for u in group]
+        for unit, process in spawned:
+            result = _wait_healthy(unit, process, state, heartbeats, options.timeout)
+            echo(f"{unit.id:<24} up (pid {process.pid}): {result.detail}")
         served = {}
         for unit in units:
             served.update((state.ready(unit) or {}).get("urls", {}))

@@ -482,6 +482,28 @@ def test_plan_follows_the_registry(monkeypatch):
                                                             Unit("test-agent", "compute-2")]
 
 
+def test_a_service_started_after_others_builds_once_they_are_ready(tmp_path):
+    """`up` starts every process at once; each waits for the ready files of the units
+    before it (a live pid in each) and gives up quietly when told to stop."""
+    state = StateDir(tmp_path).make()
+    stop = threading.Event()
+    result = {}
+    waiter = threading.Thread(target=lambda: result.setdefault(
+        "ready", processes._await_units(state, ["keystone", "ceph"], stop)))
+    waiter.start()
+    write = processes.write_json
+    write(state.ready_file(Unit("keystone")), {"pid": os.getpid()})
+    write(state.ready_file(Unit("ceph")), {"pid": 2 ** 22 + 1})  # no such process
+    waiter.join(0.5)
+    assert waiter.is_alive(), "a ready file whose process is gone is no ready service"
+    write(state.ready_file(Unit("ceph")), {"pid": os.getpid()})
+    waiter.join(10)
+    assert result == {"ready": True}
+
+    stop.set()
+    assert processes._await_units(state, ["glance-api"], stop) is False
+
+
 def test_compose_file_describes_jaeger_rabbitmq_and_postgres():
     compose = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())
     services = compose["services"]

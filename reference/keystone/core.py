@@ -26,6 +26,7 @@ from novalab.reference.keystone.models import (
     Token,
     User,
 )
+from novalab.reference.keystone.token_cache import TokenCache
 from novalab.tracing.spans import upstream
 
 TOKEN_TTL = timedelta(hours=1)
@@ -62,9 +63,12 @@ def isotime(value) -> str:
 class Keystone:
     """Identity, token and catalog managers over one database."""
 
-    def __init__(self, db: Database, tracer):
+    def __init__(self, db: Database, tracer, *, cache_tokens: bool = False):
         self.db = db
         self.tracer = tracer
+        # The service's own Keystone caches validations; a short-lived one (reading
+        # the catalog for `up`) does not.
+        self.token_cache = TokenCache(db) if cache_tokens else None
 
     # Identity -----------------------------------------------------------------------------
 
@@ -143,6 +147,20 @@ class Keystone:
     @upstream("keystone/token/provider.py", "Manager.validate_token")
     def validate_token(self, token_id: str, *, include_catalog: bool = True) -> dict:
         """The token's body if it is in the store, unexpired and not revoked."""
+        key = token_hash(token_id)
+        cached = self.token_cache.get(key) if self.token_cache else None
+        if cached is not None:
+            record, user_d, project_d, roles = cached
+            if record.expires_at > utcnow():
+                return self._token_body(record, user_d, project_d, list(roles),
+                                        include_catalog)
+        generation = self.token_cache.generation if self.token_cache else 0
+        record, user_d, project_d, roles = self._validate_in_store(token_id)
+        if self.token_cache is not None:
+            self.token_cache.put(key, (record, user_d, project_d, list(roles)), generation)
+        return self._token_body(record, user_d, project_d, roles, include_catalog)
+
+    def _validate_in_store(self, token_id: str) -> tuple:
         with self.db.session() as session:
             record = session.get(Token, token_hash(token_id))
             if record is None or not record.valid or record.expires_at <= utcnow():
@@ -158,7 +176,7 @@ class Keystone:
             project_d = ({"id": project.id, "name": project.name, "domain_id": project.domain_id}
                          if project else None)
         roles = self.roles_for(user_d["id"], project_d["id"]) if project_d else []
-        return self._token_body(record, user_d, project_d, roles, include_catalog)
+        return record, user_d, project_d, roles
 
     def revoke_token(self, token_id: str) -> None:
         with self.db.session() as session:

@@ -13,7 +13,7 @@ from novalab.reference.keystone.core import Keystone
 
 
 def keystone(w: Wiring) -> Keystone:
-    core = Keystone(w.database("keystone"), w.tracer("keystone"))
+    core = Keystone(w.database("keystone"), w.tracer("keystone"), cache_tokens=True)
     w.serve(keystone_api.create_app(core, tracer_provider=w.provider("keystone")),
             "keystone", "keystone")
     return core

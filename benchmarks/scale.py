@@ -577,7 +577,8 @@ def write_markdown(path: Path, results: list[RunResult], clouds: dict[int, dict]
                    calibration_s: float, select: dict | None, command: str,
                    mode: str = "embedded", whole_cast: dict | None = None) -> None:
     """The numbers as a Markdown table (docs/perf/scale.md embeds it between markers)."""
-    rows = ["| hosts | boots | at a time | boots/s | CPU bound, 2 cores | GIL bound, 1 core | "
+    one_core = "1-core bound" if mode == "up" else "GIL bound, 1 core"
+    rows = [f"| hosts | boots | at a time | boots/s | CPU bound, 2 cores | {one_core} | "
             "CPU/boot (ms) | "
             "p50 (ms) | p99 (ms) | select (ms) | run_instance (ms) | conductor (ms) | "
             "DB (ms) | SQL stmts | spans/boot | RSS/host (MB) | oversubscribed | stuck | "

@@ -37,6 +37,11 @@ writes PNGs (matplotlib: the ``bench`` extra) and ``--markdown`` a table.
 
     .venv/bin/python benchmarks/scale.py [--hosts 1,10,100] [--boots 1,10,100,1000]
         [--concurrency 10] [--quick] [--plots docs/perf] [--markdown docs/perf/scale.md]
+    .venv/bin/python benchmarks/scale.py --up --hosts 5,20 --boots 10,100 --concurrency 10
+    .venv/bin/python benchmarks/scale.py --from-json FILE --plots docs/perf
+
+``--up`` measures the cloud ``novalab up`` starts instead (scale_up.py);
+``--from-json`` redraws a stored run's report, table and plots.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from novalab.reference.neutron import constants
 from novalab.reference.neutron import exceptions as n_exc
 from novalab.reference.neutron.db.models import (
     DefaultSecurityGroup,
+    IPAllocation,
     Port,
     SecurityGroup,
     SecurityGroupPortBinding,
@@ -592,12 +593,13 @@ class SecurityGroupDbMixin:
                     remotes.add(rule.remote_group_id)
             members = {}
             for sg_id in sorted(remotes):
-                ips = session.scalars(select(Port.id).join(
-                    SecurityGroupPortBinding, SecurityGroupPortBinding.port_id == Port.id)
-                    .where(SecurityGroupPortBinding.security_group_id == sg_id))
-                addresses = sorted({ip["ip_address"] for pid in ips
-                                    for ip in self._port_dict(session, session.get(Port, pid))
-                                    ["fixed_ips"]}, key=ipaddress.ip_address)
+                # The group's members' addresses in one query (a port and its
+                # addresses read one member at a time grew with the group).
+                addresses = sorted(set(session.scalars(select(IPAllocation.ip_address).join(
+                    SecurityGroupPortBinding,
+                    SecurityGroupPortBinding.port_id == IPAllocation.port_id)
+                    .where(SecurityGroupPortBinding.security_group_id == sg_id))),
+                    key=ipaddress.ip_address)
                 members[sg_id] = {"IPv4": [a for a in addresses if ":" not in a],
                                   "IPv6": [a for a in addresses if ":" in a]}
             stateful = {sg: groups[sg].stateful for sg in groups}

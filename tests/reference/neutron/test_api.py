@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import httpx
+from sqlalchemy import event
 
 
 def error_of(response: httpx.Response) -> tuple[int, str]:
@@ -158,3 +159,35 @@ def test_project_isolation(netcloud):
     assert admin_view["binding:vif_type"] == "unbound"
     assert network["id"] in {n["id"] for n in netcloud.request("GET", "/networks", admin)
                              .json()["networks"]}
+
+
+def test_listing_ports_costs_the_same_queries_however_many_ports(netcloud):
+    """A port list reads addresses and security groups for all its ports at once;
+    read a port at a time, every boot's listing grew with the network (scale.md)."""
+    demo = netcloud.token("demo")
+    network = netcloud.request("GET", "/networks?name=private", demo).json()["networks"][0]
+    statements: list[str] = []
+
+    def record(_conn, _cursor, statement, *_args):
+        statements.append(statement)
+
+    def queries_to_list() -> tuple[int, int]:
+        statements.clear()
+        event.listen(netcloud.core.db.engine, "before_cursor_execute", record)
+        try:
+            ports = netcloud.request("GET", f"/ports?network_id={network['id']}", demo)
+        finally:
+            event.remove(netcloud.core.db.engine, "before_cursor_execute", record)
+        assert ports.status_code == 200
+        return len(statements), len(ports.json()["ports"])
+
+    created = [netcloud.request("POST", "/ports", demo, json={"port": {
+        "network_id": network["id"]}}).json()["port"]["id"] for _ in range(2)]
+    few, listed_few = queries_to_list()
+    created += [netcloud.request("POST", "/ports", demo, json={"port": {
+        "network_id": network["id"]}}).json()["port"]["id"] for _ in range(6)]
+    many, listed_many = queries_to_list()
+    assert listed_many == listed_few + 6
+    assert many == few
+    for port_id in created:
+        netcloud.request("DELETE", f"/ports/{port_id}", demo)

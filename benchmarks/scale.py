@@ -656,9 +656,9 @@ def write_plots(directory: Path, results: list[RunResult], calibration_s: float,
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     prefix = "scale-up-" if mode == "up" else "scale-"
-    note = (f"calibration {calibration_s:.2f} s (10M additions); foundation scenario, "
-            + ("`novalab up` (a process per service, RabbitMQ + PostgreSQL)"
-               if mode == "up" else "embedded"))
+    note = (f"calibration {calibration_s:.2f} s (10M additions); "
+            + ("`novalab up` (a process per service, RabbitMQ + PostgreSQL), flavor + image "
+               "boots, a port each" if mode == "up" else "foundation scenario, embedded"))
 
     def panel(ax, xs, series, xlabel, ylabel, title, ticks=None):
         for label, ys in series.items():
@@ -668,6 +668,8 @@ def write_plots(directory: Path, results: list[RunResult], calibration_s: float,
             ax.set_xticks(xs, ticks, fontsize=8)
         else:
             ax.set_xscale("log")
+            ax.set_xticks(xs, [str(x) for x in xs])
+            ax.minorticks_off()
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(title, fontsize=10)

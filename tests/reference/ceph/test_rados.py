@@ -165,7 +165,12 @@ def test_the_monitor_map(ceph):
 def test_a_stopped_osd_is_marked_down_and_its_data_served_by_the_replica(fresh_ceph):
     env = fresh_ceph
     io = env.rados.open_ioctx("volumes")
-    oids = [name() for _ in range(16)]
+    # Random names, and one drawn until osd.0 is its primary: 16 random names alone
+    # missed osd.0 now and then (CI at eba955d), and the test needs some that hit it.
+    cluster_map = env.rados.refresh_map()
+    oids = [name() for _ in range(16)] + [next(
+        o for o in (name() for _ in range(1000))
+        if crush.locate(cluster_map, "volumes", o).primary == 0)]
     for oid in oids:
         io.write_full(oid, oid.encode())
     victim = env.cluster.osds[0]

@@ -365,17 +365,7 @@ class ScaleCloud:
         self._file_spans += int(sum(f["spans"] for f in boots.values()))
         # Every span the services ended is in the file, or it was dropped.
         result.spans_dropped = max(result.spans_dropped, ended - self._file_spans)
-        result.traces_found = len(traces)
-        if traces:
-            def mean(key: str) -> float:
-                return statistics.fmean(f[key] for f in traces)
-
-            result.select_ms = mean(SCHEDULER_SPANS[0])
-            result.run_instance_ms = mean(SCHEDULER_SPANS[1])
-            result.conductor_ms = mean("conductor")
-            result.db_ms = mean("db")
-            result.db_statements = mean("db_statements")
-            result.spans_per_boot = mean("spans")
+        set_span_means(result, traces)
 
     def _new_lines(self):
         """Lines not read yet, from the rotated segments (oldest first) and the file."""
@@ -397,6 +387,23 @@ class ScaleCloud:
         self.cloud.stop()
         self.poll.close()
         self.telemetry.shutdown()
+
+
+def set_span_means(result: RunResult, traces: list[dict]) -> None:
+    """The run's per-boot figures: the mean over its boots' traces (``_add_spans``)."""
+    result.traces_found = len(traces)
+    if not traces:
+        return
+
+    def mean(key: str) -> float:
+        return statistics.fmean(f[key] for f in traces)
+
+    result.select_ms = mean(SCHEDULER_SPANS[0])
+    result.run_instance_ms = mean(SCHEDULER_SPANS[1])
+    result.conductor_ms = mean("conductor")
+    result.db_ms = mean("db")
+    result.db_statements = mean("db_statements")
+    result.spans_per_boot = mean("spans")
 
 
 def _add_spans(doc: dict, boots: dict) -> None:

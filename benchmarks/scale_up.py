@@ -35,9 +35,10 @@ from pathlib import Path
 
 import psycopg
 import sqlalchemy
-from scale import SCHEDULER_SPANS, RunResult, ScaleCloud, _add_spans, one_line
+from scale import RunResult, ScaleCloud, _add_spans, one_line, set_span_means
 
 from novalab.reference.common.wiring import STANDARD_PORTS
+from novalab.reference.deploy import health
 from novalab.reference.deploy.boot import BootRequest, server_extra
 from novalab.reference.deploy.client import CloudClient
 from novalab.reference.deploy.statedir import StateDir
@@ -86,16 +87,6 @@ def proc_rss_mb(pid: int) -> float:
     except OSError:
         pass
     return 0.0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class _PgPoll:
@@ -275,17 +266,7 @@ class UpScaleCloud(ScaleCloud):
         # The client is untraced: nova-api's SERVER span is the root, so every parent
         # named in a boot's trace must be in the files.
         result.spans_dropped = sum(len(parents[t] - ids[t]) for t in traces)
-        result.traces_found = len(traces)
-        if traces:
-            def mean(key: str) -> float:
-                return statistics.fmean(f[key] for f in traces.values())
-
-            result.select_ms = mean(SCHEDULER_SPANS[0])
-            result.run_instance_ms = mean(SCHEDULER_SPANS[1])
-            result.conductor_ms = mean("conductor")
-            result.db_ms = mean("db")
-            result.db_statements = mean("db_statements")
-            result.spans_per_boot = mean("spans")
+        set_span_means(result, list(traces.values()))
 
     # The issue's `up` target -----------------------------------------------------------
 
@@ -341,7 +322,7 @@ class UpScaleCloud(ScaleCloud):
                                    capture_output=True, text=True, timeout=120,
                                    stdin=subprocess.DEVNULL)
                 for unit, pid in known.items():
-                    if _alive(pid) and _is_ours(pid, unit):
+                    if health.alive(pid) and health.is_service_process(pid, unit):
                         self.echo(f"  killing {unit} (pid {pid}), left after `novalab down`")
                         with contextlib.suppress(ProcessLookupError):
                             os.kill(pid, 9)
@@ -351,15 +332,6 @@ class UpScaleCloud(ScaleCloud):
                 if self.vhost:
                     _rabbitmqctl("delete_vhost", self.vhost)
                     _rabbitmqctl("delete_vhost", f"{self.vhost}_cell1")
-
-
-def _is_ours(pid: int, unit: str) -> bool:
-    """The pid still runs this deployment's service (not a recycled pid)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return b"service" in cmdline and b"novalab.reference.deploy.commands" in cmdline
 
 
 def run_scale_up(workdir: Path, hosts_list: list[int], plan: list[tuple[int, int]],
@@ -404,7 +376,8 @@ def run_scale_up(workdir: Path, hosts_list: list[int], plan: list[tuple[int, int
                 echo("    " + whole_cast_line(series[hosts]))
         finally:
             cloud.close()
-            left = [f"{u} ({p})" for u, p in cloud._pids.items() if _alive(p) and _is_ours(p, u)]
+            left = [f"{u} ({p})" for u, p in cloud._pids.items()
+                    if health.alive(p) and health.is_service_process(p, u)]
             if left:
                 echo(f"  WARNING: still running after clean-up: {', '.join(left)}")
     return results, clouds, series

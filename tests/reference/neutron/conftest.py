@@ -95,8 +95,8 @@ class NetworkingCloud:
         return response.headers["X-Subject-Token"]
 
     def request(self, method: str, path: str, token: str, **kwargs) -> httpx.Response:
-        return self.http.request(method, f"{self.neutron}{path}",
-                                 headers={"X-Auth-Token": token}, **kwargs)
+        headers = {"X-Auth-Token": token, **kwargs.pop("headers", {})}
+        return self.http.request(method, f"{self.neutron}{path}", headers=headers, **kwargs)
 
     def spans(self, trace_id: int | None = None):
         self.telemetry.force_flush()

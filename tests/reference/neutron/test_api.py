@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import random
 import re
 
 import httpx
-from sqlalchemy import event
 
 
 def error_of(response: httpx.Response) -> tuple[int, str]:
@@ -163,23 +163,23 @@ def test_project_isolation(netcloud):
 
 def test_listing_ports_costs_the_same_queries_however_many_ports(netcloud):
     """A port list reads addresses and security groups for all its ports at once;
-    read a port at a time, every boot's listing grew with the network (scale.md)."""
+    read a port at a time, every boot's listing grew with the network (scale.md).
+
+    The statements counted are the SQL spans in the listing request's own trace
+    (the test sends its traceparent): the DHCP agent's RPC to neutron-server runs
+    beside it on the same database, and an engine-wide count took those in too."""
     demo = netcloud.token("demo")
     network = netcloud.request("GET", "/networks?name=private", demo).json()["networks"][0]
-    statements: list[str] = []
-
-    def record(_conn, _cursor, statement, *_args):
-        statements.append(statement)
 
     def queries_to_list() -> tuple[int, int]:
-        statements.clear()
-        event.listen(netcloud.core.db.engine, "before_cursor_execute", record)
-        try:
-            ports = netcloud.request("GET", f"/ports?network_id={network['id']}", demo)
-        finally:
-            event.remove(netcloud.core.db.engine, "before_cursor_execute", record)
+        trace_id = random.getrandbits(128) | 1
+        ports = netcloud.request("GET", f"/ports?network_id={network['id']}", demo, headers={
+            "traceparent": f"00-{trace_id:032x}-{random.getrandbits(64) | 1:016x}-01"})
         assert ports.status_code == 200
-        return len(statements), len(ports.json()["ports"])
+        sql = [span for span in netcloud.spans(trace_id)
+               if span.resource.attributes.get("service.name") == "neutron-server"
+               and span.attributes.get("db.system.name")]
+        return len(sql), len(ports.json()["ports"])
 
     created = [netcloud.request("POST", "/ports", demo, json={"port": {
         "network_id": network["id"]}}).json()["port"]["id"] for _ in range(2)]
@@ -187,7 +187,7 @@ def test_listing_ports_costs_the_same_queries_however_many_ports(netcloud):
     created += [netcloud.request("POST", "/ports", demo, json={"port": {
         "network_id": network["id"]}}).json()["port"]["id"] for _ in range(6)]
     many, listed_many = queries_to_list()
-    assert listed_many == listed_few + 6
+    assert few > 0 and listed_many == listed_few + 6
     assert many == few
     for port_id in created:
         netcloud.request("DELETE", f"/ports/{port_id}", demo)

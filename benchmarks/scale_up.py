@@ -15,7 +15,11 @@ What differs from the embedded runs (the same ``ScaleCloud.run`` measures both):
 - The watcher reads ``vm_state`` from PostgreSQL.
 - Spans come from every process's file in ``STATE/traces``. The exporters'
   drop counters live in the services' processes, so "dropped" here counts the
-  spans of the boot traces whose parent is missing from the files.
+  spans of the boot traces whose parent is missing from the files. A busy
+  neutron-server rotates its file every half minute and prunes its oldest
+  segments, so a ``SpanFileKeeper`` hard-links every span file as it appears:
+  a pruned segment stays readable, and "dropped" counts only the exporters'
+  losses.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import uuid
@@ -50,6 +55,45 @@ PG_ADMIN_URL = os.environ.get("NOVALAB_POSTGRES_URL",
 NOVALAB = [sys.executable, "-m", "novalab.reference.deploy.commands"]
 TARGET_UP_WHOLE_CAST_MS = 300.0  # issue 13: `up`, traced whole-cast boot
 TICK = os.sysconf("SC_CLK_TCK")
+
+
+class SpanFileKeeper(threading.Thread):
+    """Keep every span file the cloud writes until the benchmark has read it.
+
+    Each process rotates its file (renames it, same inode) and deletes its oldest
+    segments (tracing/otlp_json.py). Every ``interval`` this thread hard-links each
+    ``*.jsonl`` whose inode it has not seen into ``keep/<inode>.jsonl``: the link
+    keeps the bytes after the writer's unlink, for no copy and no parse. A file
+    is pruned only after eight newer ones of its process, so none goes unseen.
+    """
+
+    def __init__(self, traces: Path, keep: Path, interval: float = 0.25):
+        super().__init__(name="span-file-keeper", daemon=True)
+        self.traces, self.keep, self.interval = traces, keep, interval
+        self.keep.mkdir(parents=True, exist_ok=True)
+        self._seen: set[int] = set()
+        self._stop = threading.Event()
+
+    def sweep(self) -> None:
+        for path in self.traces.glob("*.jsonl"):
+            with contextlib.suppress(FileNotFoundError):  # renamed or pruned meanwhile
+                inode = path.stat().st_ino
+                if inode not in self._seen:
+                    with contextlib.suppress(FileExistsError):
+                        os.link(path, self.keep / f"{inode}.jsonl")
+                    self._seen.add(inode)
+
+    def files(self) -> list[Path]:
+        self.sweep()
+        return sorted(self.keep.glob("*.jsonl"))
+
+    def run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sweep()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.join(timeout=5)
 
 
 class PortsBusy(Exception):
@@ -142,6 +186,7 @@ class UpScaleCloud(ScaleCloud):
         self.state_dir = workdir / f"up-{hosts}"
         self.state = StateDir(self.state_dir)
         self.traces = self.state_dir / "traces"
+        self.keeper = SpanFileKeeper(self.traces, self.state_dir / "traces-kept")
         self.db_url = sqlalchemy.engine.make_url(PG_ADMIN_URL).set(
             database=self.name).render_as_string(hide_password=False)
         self.vhost = self.name if (_rabbitmqctl("add_vhost", self.name) and _rabbitmqctl(
@@ -155,6 +200,7 @@ class UpScaleCloud(ScaleCloud):
         self._read_upto: dict[int, int] = {}
         self._orphans = 0
         try:
+            self.keeper.start()
             self._up(timeout)
             self._login()
         except BaseException:
@@ -230,13 +276,9 @@ class UpScaleCloud(ScaleCloud):
     # Spans ------------------------------------------------------------------------------
 
     def _new_lines(self):
-        """Every process's new lines; rotated segments sort before their live file."""
-        for path in sorted(self.traces.glob("*.jsonl")):
-            try:
-                lines = open(path, "rb")
-            except FileNotFoundError:
-                continue
-            with lines:
+        """Every process's new lines, from the keeper's links (one per file, by inode)."""
+        for path in self.keeper.files():
+            with open(path, "rb") as lines:
                 inode = os.fstat(lines.fileno()).st_ino
                 position = self._read_upto.get(inode, 0)
                 lines.seek(position)
@@ -310,6 +352,8 @@ class UpScaleCloud(ScaleCloud):
         """`novalab down`; kill by pid whatever of the deployment outlived it; drop the
         database and the virtual host. Each step runs whatever the one before did."""
         try:
+            self.keeper.stop()
+            shutil.rmtree(self.keeper.keep, ignore_errors=True)  # links: the cloud's bytes
             if self.http is not None:
                 self.http.close()
             if self.poll is not None:

@@ -72,7 +72,7 @@ class SpanFileKeeper(threading.Thread):
         self.traces, self.keep, self.interval = traces, keep, interval
         self.keep.mkdir(parents=True, exist_ok=True)
         self._seen: set[int] = set()
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
 
     def sweep(self) -> None:
         for path in self.traces.glob("*.jsonl"):
@@ -88,11 +88,11 @@ class SpanFileKeeper(threading.Thread):
         return sorted(self.keep.glob("*.jsonl"))
 
     def run(self) -> None:
-        while not self._stop.wait(self.interval):
+        while not self._stopping.wait(self.interval):
             self.sweep()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
         self.join(timeout=5)
 
 

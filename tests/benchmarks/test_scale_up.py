@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,17 @@ def test_the_keeper_holds_every_segment_a_service_prunes(scale_up, tmp_path):
 
     assert span_names(traces.glob("*.jsonl")) < {f"span {i}" for i in range(6)}  # pruned
     assert span_names(keeper.files()) == {f"span {i}" for i in range(6)}
+
+
+def test_the_keepers_thread_sweeps_until_stopped(scale_up, tmp_path):
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    keeper = scale_up.SpanFileKeeper(traces, tmp_path / "kept", interval=0.01)
+    keeper.start()
+    (traces / "nova-api.jsonl").write_text("{}\n")
+    deadline = time.monotonic() + 30
+    while not list(keeper.keep.glob("*.jsonl")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    keeper.stop()
+    assert not keeper.is_alive()
+    assert [p.read_text() for p in keeper.keep.glob("*.jsonl")] == ["{}\n"]

@@ -97,6 +97,10 @@ class RunResult:
     db_ms: float = 0.0            # SQL spans per boot, every service
     db_statements: float = 0.0    # SQL spans per boot
     spans_per_boot: float = 0.0
+    # Per boot, by service.name: where a boot's spans and SQL are (which service
+    # grows with the hosts or the ports).
+    spans_by_service: dict[str, float] = field(default_factory=dict)
+    db_statements_by_service: dict[str, float] = field(default_factory=dict)
     traces_found: int = 0
     rss_mb: float = 0.0
     oversubscribed: list[str] = field(default_factory=list)
@@ -148,7 +152,8 @@ class RunResult:
         keys = ("hosts", "boots", "concurrency", "active", "errors", "stuck", "seconds",
                 "cpu_seconds", "watcher_cpu_seconds", "select_ms", "run_instance_ms",
                 "conductor_ms", "db_ms",
-                "db_statements", "spans_per_boot", "traces_found", "rss_mb",
+                "db_statements", "spans_per_boot", "spans_by_service",
+                "db_statements_by_service", "traces_found", "rss_mb",
                 "spans_dropped", "cores")
         data = {key: value for key, value in asdict(self).items() if key in keys}
         data.update(boots_per_s=self.boots_per_s, cpu_ms_per_boot=self.cpu_ms_per_boot,
@@ -404,6 +409,13 @@ def set_span_means(result: RunResult, traces: list[dict]) -> None:
     result.db_ms = mean("db")
     result.db_statements = mean("db_statements")
     result.spans_per_boot = mean("spans")
+    services = sorted({key.split(":", 1)[1] for f in traces for key in f if ":" in key})
+    for service in services:
+        result.spans_by_service[service] = statistics.fmean(
+            f.get(f"spans:{service}", 0.0) for f in traces)
+        sql = statistics.fmean(f.get(f"db:{service}", 0.0) for f in traces)
+        if sql:
+            result.db_statements_by_service[service] = sql
 
 
 def _add_spans(doc: dict, boots: dict) -> None:
@@ -417,6 +429,7 @@ def _add_spans(doc: dict, boots: dict) -> None:
                 figures = boots[span["traceId"]]
                 ms = (int(span["endTimeUnixNano"]) - int(span["startTimeUnixNano"])) / 1e6
                 figures["spans"] += 1
+                figures[f"spans:{service}"] += 1
                 name, kind = span["name"], span.get("kind")
                 if service == "nova-api" and name == "POST /v2.1/servers":
                     figures["boot"] = 1
@@ -427,6 +440,7 @@ def _add_spans(doc: dict, boots: dict) -> None:
                 if any(a["key"] == "db.system.name" for a in span.get("attributes", ())):
                     figures["db"] += ms
                     figures["db_statements"] += 1
+                    figures[f"db:{service}"] += 1
 
 
 def run_scale(workdir: Path, hosts_list: list[int], plan: list[tuple[int, int]],
@@ -471,6 +485,7 @@ def run_scale(workdir: Path, hosts_list: list[int], plan: list[tuple[int, int]],
                 result = cloud.run(boots, concurrency, progress=tick)
                 results.append(result)
                 echo("    " + one_line(result))
+                echo("    " + by_service_line(result))
         finally:
             cloud.close()
     return results, clouds
@@ -485,6 +500,14 @@ def one_line(r: RunResult) -> str:
             f"watcher {r.watcher_cpu_seconds:.1f} s CPU, "
             f"oversubscribed {len(r.oversubscribed)}, stuck {r.stuck}, errors {r.errors}, "
             f"dropped {r.spans_dropped}")
+
+
+def by_service_line(r: RunResult, top: int = 6) -> str:
+    """The services with the most spans per boot, and their SQL statements."""
+    ranked = sorted(r.spans_by_service.items(), key=lambda item: -item[1])[:top]
+    return "spans (SQL) per boot: " + ", ".join(
+        f"{service} {spans:.0f} ({r.db_statements_by_service.get(service, 0):.0f})"
+        for service, spans in ranked)
 
 
 def parse_list(text: str) -> list[int]:
@@ -605,6 +628,15 @@ def write_markdown(path: Path, results: list[RunResult], clouds: dict[int, dict]
             f"{r.run_instance_ms:.1f} | {r.conductor_ms:.1f} | {r.db_ms:.1f} | "
             f"{r.db_statements:.0f} | {r.spans_per_boot:.0f} | {r.rss_per_host_mb:.2f} | "
             f"{len(r.oversubscribed)} | {r.stuck} | {r.errors} | {r.spans_dropped} |")
+    services = sorted({s for r in results for s in r.spans_by_service},
+                      key=lambda s: -max(r.spans_by_service.get(s, 0) for r in results))
+    if services:
+        rows += ["", "Spans per boot by service (SQL statements in brackets):", "",
+                 "| hosts | boots | " + " | ".join(services) + " |",
+                 "|---:|---:|" + "---:|" * len(services)]
+        rows += [f"| {r.hosts} | {r.boots} | " + " | ".join(
+            f"{r.spans_by_service.get(s, 0):.0f} ({r.db_statements_by_service.get(s, 0):.0f})"
+            for s in services) + " |" for r in results]
     count = "processes" if mode == "up" else "threads"
     rows += ["", f"| hosts | start (s) | start CPU (s) | RSS (MB) | {count} | idle CPU (s/s) |",
              "|---:|---:|---:|---:|---:|---:|"]

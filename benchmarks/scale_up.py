@@ -40,7 +40,14 @@ from pathlib import Path
 
 import psycopg
 import sqlalchemy
-from scale import RunResult, ScaleCloud, _add_spans, one_line, set_span_means
+from scale import (
+    RunResult,
+    ScaleCloud,
+    _add_spans,
+    by_service_line,
+    one_line,
+    set_span_means,
+)
 
 from novalab.reference.common.wiring import STANDARD_PORTS
 from novalab.reference.deploy import health
@@ -414,6 +421,7 @@ def run_scale_up(workdir: Path, hosts_list: list[int], plan: list[tuple[int, int
                 result = cloud.run(boots, concurrency)
                 results.append(result)
                 echo("    " + one_line(result))
+                echo("    " + by_service_line(result))
             if whole_cast:
                 echo(f"  whole cast: {whole_cast} boots one at a time (port + 1 GB volume) ...")
                 series[hosts] = cloud.whole_cast_series(whole_cast)

@@ -45,6 +45,10 @@ def test_smallest_run_reports_every_figure_and_keeps_the_invariants(scale, tmp_p
     # and runs SQL.
     assert summary["select_ms"] > 0 and summary["conductor_ms"] > 0 and summary["db_ms"] > 0
     assert summary["oversubscribed_hosts"] == 0
+    # Per service: the boot's spans and statements, every one counted once.
+    assert {"nova-api", "nova-scheduler", "nova-conductor"} <= set(run.spans_by_service)
+    assert sum(run.spans_by_service.values()) == pytest.approx(run.spans_per_boot)
+    assert sum(run.db_statements_by_service.values()) == pytest.approx(run.db_statements)
     assert set(clouds) == {2} and clouds[2]["rss_mb"] > 0
     # The warm-up booted one server per host before the measured run.
     assert any("warm-up: one boot per host (2)" in line for line in lines)
@@ -58,6 +62,7 @@ def test_smallest_run_reports_every_figure_and_keeps_the_invariants(scale, tmp_p
     table = tmp_path / "scale.md"
     scale.write_markdown(table, results, clouds, 0.4, None, "scale.py --test")
     assert "| 2 | 3 | 2 |" in table.read_text()
+    assert "Spans per boot by service" in table.read_text()
 
 
 def test_select_destinations_picks_one_candidate_host_in_every_way(scale):

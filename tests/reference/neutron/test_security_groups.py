@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+
 import httpx
+from sqlalchemy import event
 
 from novalab.reference.neutron.agent.linux.iptables_firewall import chain_name, ipset_name
 from novalab.tracing import attributes as attr
@@ -307,3 +310,33 @@ def test_l2_agent_filter_holds_the_rules_and_follows_updates(netcloud):
     # Deleted: the filter is gone.
     netcloud.request("DELETE", f"/ports/{port['id']}", demo)
     netcloud.wait(lambda: firewall.chains(port["id"]) == {}, what="filter removed")
+
+
+def test_an_agents_refresh_costs_the_same_queries_however_many_ports(netcloud):
+    """``security_group_info_for_devices`` reads all the agent's ports at once: an L2
+    agent refreshes every port on its host at each member change, and read a port at
+    a time that grew with the host's ports on every boot (docs/perf/scale.md)."""
+    demo = netcloud.token("demo")
+    network = netcloud.request("GET", "/networks?name=private", demo).json()["networks"][0]
+    ports = [netcloud.request("POST", "/ports", demo, json={"port": {
+        "network_id": network["id"]}}).json()["port"] for _ in range(6)]
+    here = threading.get_ident()
+    statements: list[str] = []
+
+    def record(_conn, _cursor, statement, *_args):
+        if threading.get_ident() == here:  # the agents' threads share the engine
+            statements.append(statement)
+
+    def queries_for(port_ids: list[str]) -> int:
+        statements.clear()
+        event.listen(netcloud.core.db.engine, "before_cursor_execute", record)
+        try:
+            info = netcloud.core.security_group_info_for_ports(port_ids)
+        finally:
+            event.remove(netcloud.core.db.engine, "before_cursor_execute", record)
+        assert sorted(info["devices"]) == sorted(port_ids)
+        return len(statements)
+
+    ids = [port["id"] for port in ports]
+    few = queries_for(ids[:2])
+    assert few > 0 and queries_for(ids) == few

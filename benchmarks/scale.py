@@ -843,12 +843,20 @@ def main() -> None:
                                         echo=lambda text: print(text, flush=True),
                                         warm=not args.no_warm_up)
     mode = "up" if args.up else "embedded"
-    print_report(results, clouds, calibration_s, select, mode=mode, whole_cast=series)
     command = "benchmarks/scale.py " + " ".join(sys.argv[1:])
+    report(args, results, clouds, calibration_s, select, mode, series, command)
+
+
+def report(args, results: list[RunResult], clouds: dict[int, dict], calibration_s: float,
+           select: dict | None, mode: str, series: dict | None, command: str) -> None:
+    """Print the report and write what ``args`` asks for (--markdown, --json, --plots):
+    one path for a run and for --from-json, so both write the same sections."""
+    print_report(results, clouds, calibration_s, select, mode=mode, whole_cast=series)
     if args.markdown:
-        write_markdown(args.markdown, results, clouds, calibration_s, select, command)
+        write_markdown(args.markdown, results, clouds, calibration_s, select, command,
+                       mode=mode, whole_cast=series)
         print(f"wrote {args.markdown}")
-    if args.json:
+    if args.json and not args.from_json:
         args.json.write_text(json.dumps({"calibration_s": calibration_s, "clouds": clouds,
                                          "select_destinations": select, "mode": mode,
                                          "whole_cast": series, "command": command,
@@ -865,18 +873,9 @@ def replay(args) -> None:
     results = [RunResult.from_summary(run) for run in data["runs"]]
     clouds = {int(hosts): info for hosts, info in data["clouds"].items()}
     series = {int(h): f for h, f in (data.get("whole_cast") or {}).items()}
-    mode = data.get("mode", "embedded")
-    print_report(results, clouds, data["calibration_s"], data.get("select_destinations"),
-                 mode=mode, whole_cast=series)
-    if args.markdown:
-        write_markdown(args.markdown, results, clouds, data["calibration_s"],
-                       data.get("select_destinations"),
-                       data.get("command", f"benchmarks/scale.py (from {args.from_json})"),
-                       mode=mode, whole_cast=series)
-        print(f"wrote {args.markdown}")
-    if args.plots:
-        for path in write_plots(args.plots, results, data["calibration_s"], mode):
-            print(f"wrote {path}")
+    report(args, results, clouds, data["calibration_s"], data.get("select_destinations"),
+           data.get("mode", "embedded"), series,
+           data.get("command", f"benchmarks/scale.py (from {args.from_json})"))
 
 
 if __name__ == "__main__":

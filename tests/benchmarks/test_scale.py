@@ -8,6 +8,7 @@ file with its scheduler, conductor and SQL spans, and the report has its fields.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -98,3 +99,23 @@ def test_a_stored_run_gives_back_its_figures_and_each_mode_keeps_its_section(sca
     assert text.count("<!-- scale:embedded -->") == 1 and text.count("<!-- scale:up -->") == 1
     assert "scale.py again" in text and "**0.40 s**" not in text.split("<!-- scale:up")[0]
     assert "| 5 | 2 | 255 |" in text  # the whole-cast series: boots, p50
+
+
+def test_an_up_run_writes_its_own_section_and_mode(scale, tmp_path, capsys):
+    """A run's report goes where --markdown and --json say, under its mode: an `up` run
+    once wrote its table as the embedded section, without its whole-cast figures."""
+    import argparse
+
+    run = scale.RunResult(hosts=5, boots=10, concurrency=10, active=10, seconds=2.0,
+                          cpu_seconds=3.0, latencies_ms=[100.0] * 10)
+    clouds = {5: {"start_s": 1.0, "start_cpu_s": 1.0, "rss_mb": 100.0, "threads": 17,
+                  "processes": 17, "idle_cpu": 0.1}}
+    whole_cast = {5: {"boots": 1, "errors": 0, "latencies_ms": [700.0], "cpu_ms": [900.0]}}
+    args = argparse.Namespace(markdown=tmp_path / "scale.md", json=tmp_path / "scale.json",
+                              plots=None, from_json=None)
+    scale.report(args, [run], clouds, 0.4, None, "up", whole_cast, "scale.py --up")
+    text = args.markdown.read_text()
+    assert "<!-- scale:up -->" in text and "<!-- scale:embedded -->" not in text
+    assert "| 5 | 1 | 700 |" in text  # the whole-cast table
+    assert json.loads(args.json.read_text())["mode"] == "up"
+    assert "measured 0 (worst run)" in capsys.readouterr().out

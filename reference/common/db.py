@@ -15,7 +15,14 @@ import contextlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-from opentelemetry.instrumentation.sqlalchemy.engine import EngineTracer
+from opentelemetry import trace
+from opentelemetry.instrumentation.sqlalchemy.engine import (
+    EngineTracer,
+    _get_attributes_from_cursor_or_conn,
+    _get_attributes_from_url,
+    _get_db_name_from_cursor_or_conn,
+)
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.metrics import NoOpMeter
 from sqlalchemy import Engine, MetaData, create_engine, event
 from sqlalchemy.engine import make_url
@@ -75,9 +82,7 @@ def instrument_engine(engine: Engine, tracer_provider) -> None:
     """
     tracer = tracer_provider.get_tracer("opentelemetry.instrumentation.sqlalchemy")
     usage = NoOpMeter("novalab").create_up_down_counter("db.client.connections.usage")
-    EngineTracer(tracer, engine, usage)
-    # Registered after the EngineTracer's listener, so it runs after the span exists.
-    event.listen(engine, "before_cursor_execute", _name_sql_span)
+    NamedEngineTracer(tracer, engine, usage)
 
 
 # -- SQL span names ---------------------------------------------------------------------
@@ -86,10 +91,9 @@ def instrument_engine(engine: Engine, tracer_provider) -> None:
 # SQLite is the file's path ("SELECT /tmp/novalab-x/novalab.db"), and offers no hook
 # to name it otherwise. The database conventions name it "{db.operation.name}
 # {db.collection.name}" ("INSERT instances"). SQLAlchemy compiled the statement, so
-# it knows the operation and the table without reading the SQL text: this listener
-# renames the span the EngineTracer has just started (it keeps it in
-# ``context._otel_span``) and sets the two attributes. ``db.namespace`` (the
-# database) is the instrumentation's already.
+# it knows the operation and the table without reading the SQL text:
+# ``NamedEngineTracer`` (below) starts the span with that name and the two
+# attributes. ``db.namespace`` (the database) is the instrumentation's already.
 
 
 def _tables(from_clause) -> list[str] | None:
@@ -146,26 +150,78 @@ def cached_sql_target(compiled_statement, statement: str) -> tuple[str, tuple[st
     return found
 
 
-def _name_sql_span(conn, cursor, statement, parameters, context, executemany) -> None:
-    span = getattr(context, "_otel_span", None)
-    if span is None or not span.is_recording():
-        return
-    compiled = getattr(context, "compiled", None)
-    operation, tables = cached_sql_target(getattr(compiled, "statement", None), statement)
+def sql_span_name(operation: str, tables: tuple[str, ...]) -> tuple[str, dict]:
+    """A SQL span's name and the attributes that say what it ran on."""
     if not operation:
-        return
-    span.set_attribute(attr.DB_OPERATION_NAME, operation)
+        return "", {}
     if len(tables) == 1:
-        span.set_attribute(attr.DB_COLLECTION_NAME, tables[0])
-        span.update_name(f"{operation} {tables[0]}")
-    elif tables:
+        return f"{operation} {tables[0]}", {attr.DB_OPERATION_NAME: operation,
+                                            attr.DB_COLLECTION_NAME: tables[0]}
+    if tables:
         # A join: the conventions set no collection name for several tables, and
         # name the span by the query summary, "SELECT keystone_roles keystone_assignments".
         summary = " ".join([operation, *tables])
-        span.set_attribute(attr.DB_QUERY_SUMMARY, summary)
-        span.update_name(summary)
-    else:
-        span.update_name(operation)
+        return summary, {attr.DB_OPERATION_NAME: operation, attr.DB_QUERY_SUMMARY: summary}
+    return operation, {attr.DB_OPERATION_NAME: operation}
+
+
+class _Recorder(dict):
+    """Takes the attributes the instrumentation sets on a span, into a dict."""
+
+    def set_attribute(self, key, value) -> None:
+        self[key] = value
+
+
+class NamedEngineTracer(EngineTracer):
+    """The instrumentation's ``EngineTracer``, starting each SQL span already named.
+
+    The instrumentation starts a span named "<first word> <database>" and then
+    sets its attributes one by one, each a locked write in the SDK; it offers no
+    hook to name the span as it starts. This subclass
+    starts the span once, with its final name and every attribute, which it works
+    out once per SQL text (the instrumentation's own attribute code, then ours):
+    a service sends the same few hundred statements again and again. Ending the
+    span, errors and the pool stay the instrumentation's.
+    """
+
+    _MAX = 4096
+
+    def __init__(self, tracer, engine, usage):
+        self._span_args: dict[str, tuple[str, dict]] = {}
+        super().__init__(tracer, engine, usage)
+
+    def _before_cur_exec(self, conn, cursor, statement, params, context, _executemany):
+        if not is_instrumentation_enabled():
+            return statement, params
+        found = self._span_args.get(statement)
+        if found is None:
+            found = self._work_out(conn, cursor, statement, context)
+        name, attributes = found
+        context._otel_span = self.tracer.start_span(name, kind=trace.SpanKind.CLIENT,
+                                                    attributes=attributes)
+        return statement, params
+
+    def _work_out(self, conn, cursor, statement, context) -> tuple[str, dict]:
+        """The span's name and attributes for ``statement``, as the instrumentation
+        would set them and then renamed by what SQLAlchemy compiled."""
+        attrs, found = _get_attributes_from_url(conn.engine.url, self._sem_conv_opt_in_mode_db,
+                                                self._sem_conv_opt_in_mode_http)
+        if not found:
+            attrs = _get_attributes_from_cursor_or_conn(
+                self.vendor, conn, cursor, attrs, self._sem_conv_opt_in_mode_db,
+                self._sem_conv_opt_in_mode_http)
+        db_name = _get_db_name_from_cursor_or_conn(self.vendor, conn, cursor)
+        attributes = _Recorder()
+        self._set_db_client_span_attributes(attributes, statement, db_name, attrs)
+        compiled = getattr(context, "compiled", None)
+        operation, tables = cached_sql_target(getattr(compiled, "statement", None), statement)
+        name, ours = sql_span_name(operation, tables)
+        attributes.update(ours)
+        found = (name or self._operation_name(db_name, statement), dict(attributes))
+        if len(self._span_args) >= self._MAX:
+            self._span_args.clear()
+        self._span_args[statement] = found
+        return found
 
 
 class Database:

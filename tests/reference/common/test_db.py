@@ -67,6 +67,8 @@ def _check_crud(telemetry: Telemetry, database: str) -> None:
         assert span.attributes[attr.DB_OPERATION_NAME] == operation
         assert span.attributes[attr.DB_COLLECTION_NAME] == "things"
         assert span.attributes[attr.DB_NAMESPACE] == database  # the database is still said
+        assert span.attributes[attr.DB_QUERY_TEXT].startswith(operation)  # the instrumentation's
+        assert span.attributes[attr.DB_SYSTEM_NAME] in ("sqlite", "postgresql")
         assert attr.DB_QUERY_SUMMARY not in span.attributes
 
 
@@ -157,3 +159,33 @@ def test_a_statements_target_is_worked_out_once_per_sql_text(monkeypatch):
     other = db_module.cached_sql_target(None, "SELECT things.name FROM things")
     assert first == again == other == ("SELECT", ("things",))
     assert calls == ["SELECT things.id FROM things", "SELECT things.name FROM things"]
+
+
+def test_a_statements_span_is_worked_out_once_and_started_whole(tmp_path, monkeypatch):
+    """The same SQL text again starts its span from the engine's cache, already named and
+    with every attribute (nothing set after the start), under the caller's span."""
+    from novalab.reference.common import db as db_module
+
+    worked_out = []
+    original = db_module.NamedEngineTracer._work_out
+
+    def counting(self, conn, cursor, statement, context):
+        worked_out.append(statement)
+        return original(self, conn, cursor, statement, context)
+
+    monkeypatch.setattr(db_module.NamedEngineTracer, "_work_out", counting)
+    db, telemetry = _traced(f"sqlite:///{tmp_path / 'novalab.db'}")
+    worked_out.clear()
+    try:
+        with telemetry.tracer("test-db").start_as_current_span("caller") as caller:
+            with db.session() as session:
+                for _ in range(3):
+                    session.scalars(sa.select(Thing).where(Thing.id == 1)).all()
+        spans = _sql_spans(telemetry)
+        assert [s.name for s in spans] == ["SELECT things"] * 3
+        assert len(worked_out) == 1
+        assert {s.parent.span_id for s in spans} == {caller.get_span_context().span_id}
+        assert len({s.context.span_id for s in spans}) == 3
+    finally:
+        db.dispose()
+        telemetry.shutdown()

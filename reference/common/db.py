@@ -181,7 +181,10 @@ class NamedEngineTracer(EngineTracer):
     starts the span once, with its final name and every attribute, which it works
     out once per SQL text (the instrumentation's own attribute code, then ours):
     a service sends the same few hundred statements again and again. Ending the
-    span, errors and the pool stay the instrumentation's.
+    span, errors and the pool stay the instrumentation's. The attributes the
+    instrumentation reads from a cursor (a PostgreSQL URL without a host) are the
+    first connection's, and ``sqlcommenter``, which novalab never enables, is not
+    supported.
     """
 
     _MAX = 4096

@@ -79,19 +79,39 @@ class SpanFileKeeper(threading.Thread):
         self.traces, self.keep, self.interval = traces, keep, interval
         self.keep.mkdir(parents=True, exist_ok=True)
         self._seen: set[int] = set()
+        self._lock = threading.Lock()
+        self.error: OSError | None = None
         self._stopping = threading.Event()
 
     def sweep(self) -> None:
-        for path in self.traces.glob("*.jsonl"):
-            with contextlib.suppress(FileNotFoundError):  # renamed or pruned meanwhile
-                inode = path.stat().st_ino
-                if inode not in self._seen:
-                    with contextlib.suppress(FileExistsError):
-                        os.link(path, self.keep / f"{inode}.jsonl")
-                    self._seen.add(inode)
+        with self._lock:  # the thread and files() both sweep
+            for path in self.traces.glob("*.jsonl"):
+                try:
+                    if path.stat().st_ino not in self._seen:
+                        self._keep(path)
+                except FileNotFoundError:
+                    continue  # renamed or pruned meanwhile: the next sweep finds it
+                except OSError as error:  # no hard links here: the figures would lie
+                    self.error = error
+
+    def _keep(self, path: Path) -> None:
+        """Link ``path`` under its inode. The inode is read from the link itself: a
+        rotation between a stat and a link would file the new live file under the
+        old segment's inode, and that segment would never be read."""
+        staging = self.keep / ".staging"
+        staging.unlink(missing_ok=True)
+        os.link(path, staging)
+        inode = staging.stat().st_ino
+        if inode in self._seen:
+            staging.unlink()
+        else:
+            staging.replace(self.keep / f"{inode}.jsonl")
+            self._seen.add(inode)
 
     def files(self) -> list[Path]:
         self.sweep()
+        if self.error is not None:
+            raise RuntimeError(f"cannot keep the span files in {self.keep}: {self.error}")
         return sorted(self.keep.glob("*.jsonl"))
 
     def run(self) -> None:

@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
 from novalab.reference.common.context import RequestContext, get_admin_context
-from novalab.reference.common.db import Database
+from novalab.reference.common.db import Database, in_chunks
 from novalab.reference.common.faults import NO_FAULTS
 from novalab.reference.neutron import constants
 from novalab.reference.neutron import exceptions as n_exc
@@ -126,7 +126,7 @@ class Ml2Plugin(SecurityGroupDbMixin):
         ids = [row.id for row in rows]
         ips: dict[str, list[IPAllocation]] = {}
         groups: dict[str, list[str]] = {}
-        for chunk in (ids[i:i + 500] for i in range(0, len(ids), 500)):
+        for chunk in in_chunks(ids):
             for ip in session.scalars(select(IPAllocation)
                                       .where(IPAllocation.port_id.in_(chunk))):
                 ips.setdefault(ip.port_id, []).append(ip)

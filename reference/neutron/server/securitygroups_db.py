@@ -34,6 +34,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from novalab.reference.common.context import RequestContext
+from novalab.reference.common.db import in_chunks
 from novalab.reference.neutron import constants
 from novalab.reference.neutron import exceptions as n_exc
 from novalab.reference.neutron.db.models import (
@@ -564,8 +565,7 @@ class SecurityGroupDbMixin:
         with self.db.session() as session:
             # Every device's port in one query and its addresses and groups in two
             # (a port at a time, an agent's refresh grew with the ports on its host).
-            rows = {row.id: row for chunk in (port_ids[i:i + 500]
-                                              for i in range(0, len(port_ids), 500))
+            rows = {row.id: row for chunk in in_chunks(port_ids)
                     for row in session.scalars(select(Port).where(Port.id.in_(chunk)))}
             found = [rows[port_id] for port_id in dict.fromkeys(port_ids) if port_id in rows]
             devices = {}

@@ -9,22 +9,13 @@ file with its scheduler, conductor and SQL spans, and the report has its fields.
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 @pytest.fixture
-def scale(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import scale as module
-
-    yield module
-    for name in ("scale", "boot_latency", "select_destinations"):
-        sys.modules.pop(name, None)
+def scale(load_benchmark):
+    return load_benchmark("scale")
 
 
 def test_smallest_run_reports_every_figure_and_keeps_the_invariants(scale, tmp_path):

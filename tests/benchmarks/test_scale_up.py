@@ -8,9 +8,7 @@ one piece whose failure would make the "spans dropped" figure lie.
 from __future__ import annotations
 
 import json
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -18,17 +16,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from novalab.tracing.otlp_json import OtlpJsonLinesExporter
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 @pytest.fixture
-def scale_up(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import scale_up as module
-
-    yield module
-    for name in ("scale_up", "scale", "boot_latency", "select_destinations"):
-        sys.modules.pop(name, None)
+def scale_up(load_benchmark):
+    return load_benchmark("scale_up")
 
 
 def span_names(paths) -> set[str]:

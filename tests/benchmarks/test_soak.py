@@ -7,22 +7,12 @@ how fast it ran is the benchmark's business.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture
-def soak(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import soak as module
-
-    yield module
-    sys.modules.pop("soak", None)
-    sys.modules.pop("boot_latency", None)
+def soak(load_benchmark):
+    return load_benchmark("soak")
 
 
 def test_boots_with_faults_and_deletes_leave_nothing_behind(soak, tmp_path):

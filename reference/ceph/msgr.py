@@ -158,8 +158,10 @@ class Server:
         self.host, self.port = self._server.server_address[:2]
         self._connections: set[socket.socket] = set()
         self._lock = threading.Lock()
+        # A daemon stops within one poll: 50 ms, not socketserver's 0.5 s, as a cloud
+        # stops its OSDs one after another (a cluster has four such loops, a few us a poll).
         self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.2},
+                                        kwargs={"poll_interval": 0.05},
                                         name=f"{self.name}-msgr", daemon=True)
 
     @property

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from novalab.reference.common.db import Database
 from novalab.reference.common.faults import Faults
-from novalab.reference.common.wsgi import ServerThread
+from novalab.reference.common.wsgi import ServerThread, stop_all
 
 # keystonemiddleware is a library every service loads; novalab keeps it in keystone/.
 from novalab.reference.keystone.middleware import AuthProtocol, ServiceCredentials
@@ -206,8 +206,7 @@ class Wiring:
                 callback()
             except Exception:
                 LOG.exception("stop callback failed")
-        for server in self._servers:
-            server.stop()
+        stop_all(self._servers)
         for rpc_server in self._rpc_servers:
             rpc_server.stop()
         for rpc_server in self._rpc_servers:

@@ -251,3 +251,14 @@ class ServerThread:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+def stop_all(servers: list[ServerThread]) -> None:
+    """Stop ``servers`` side by side: each ``shutdown()`` waits for its loop's next
+    poll (up to 0.2 s), so one after another a cloud's dozen took over a second."""
+    threads = [threading.Thread(target=server.stop, name=f"{server.name}-stop")
+               for server in servers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()

@@ -27,6 +27,7 @@ import base64
 import binascii
 import functools
 import ipaddress
+import json
 import re
 import uuid
 
@@ -138,9 +139,18 @@ def _message(error: jsonschema.ValidationError) -> str:
     return f"Invalid input for field/attribute {path}. Value: {value}. {detail}"
 
 
+@functools.lru_cache(maxsize=1024)
+def _check_schema(text: str) -> None:
+    Draft7Validator.check_schema(json.loads(text))
+
+
 def validator_for(body_schema: dict) -> Draft7Validator:
-    """A validator for ``body_schema`` (the schema itself is checked first)."""
-    Draft7Validator.check_schema(body_schema)
+    """A validator for ``body_schema`` (the schema itself is checked first).
+
+    Checking walks the schema against Draft 7's metaschema, about 2 ms a schema, and a
+    cloud builds 77 validators as it starts: each schema's text is checked once a process.
+    """
+    _check_schema(json.dumps(body_schema, sort_keys=True))
     return Draft7Validator(body_schema, format_checker=FORMAT_CHECKER)
 
 

@@ -58,7 +58,8 @@ def cirros_bytes() -> bytes:
     """
     sector = b"novalab cirros stand-in: no operating system here.".ljust(510, b"\0")
     sector += b"\x55\xaa"
-    body = bytes(i % 251 for i in range(CIRROS_SIZE - len(sector)))
+    body_size = CIRROS_SIZE - len(sector)
+    body = (bytes(range(251)) * (body_size // 251 + 1))[:body_size]  # byte i is i % 251
     return sector + body
 
 

@@ -30,7 +30,11 @@ from novalab.reference.common.faults import Faults
 from novalab.reference.common.wsgi import ServerThread, stop_all
 
 # keystonemiddleware is a library every service loads; novalab keeps it in keystone/.
-from novalab.reference.keystone.middleware import AuthProtocol, ServiceCredentials
+from novalab.reference.keystone.middleware import (
+    TOKEN_CACHE_TIME,
+    AuthProtocol,
+    ServiceCredentials,
+)
 from novalab.reference.rpc import RPCServer, Target, get_transport
 from novalab.tracing.http import http_client
 from novalab.tracing.setup import Telemetry
@@ -76,6 +80,9 @@ class CloudConfig:
     ports: dict[str, int] = field(default_factory=dict)
     password: str = DEFAULT_PASSWORD
     report_interval: float = 10.0
+    # Seconds a service trusts a validated token before asking Keystone again
+    # ([keystone_authtoken] token_cache_time; see keystone/middleware.py for the default).
+    token_cache_time: float = TOKEN_CACHE_TIME
     # Run Neutron (ports, DHCP, L2, metadata)? Without it servers get no ports, as
     # on a Nova without networking.
     network: bool = True
@@ -192,7 +199,8 @@ class Wiring:
     def auth(self, service: str, user: str, host: str | None = None) -> AuthProtocol:
         """keystonemiddleware for ``service``, validating as service user ``user``."""
         credentials = ServiceCredentials(self.urls["keystone"], user, self.config.password)
-        return AuthProtocol(credentials, self.http(service, host))
+        return AuthProtocol(credentials, self.http(service, host),
+                            cache_time=self.config.token_cache_time)
 
     def on_stop(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` first thing in :meth:`close` (last registered, first run)."""

@@ -109,7 +109,11 @@ def _status_table(rows, topology: str | None = None) -> Table:
 
 def _print_status(rows, topology: str | None = None) -> None:
     """The table, then what happened to each unit, unwrapped: how a dead one ended,
-    a restart by `up`, the newest warning in its log since it started."""
+    a restart by `up`, the newest warning in its log since it started.
+
+    Its console is made here, not at import: rich fixes a console's width when it is
+    made, and the table should fit the terminal (``COLUMNS``) it is printed to."""
+    console = Console(stderr=True, highlight=False)
     console.print(_status_table(rows, topology))
     noted = [row for row in rows if row.notes]
     if noted:

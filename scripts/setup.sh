@@ -66,3 +66,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]"
   touch "$stamp"
 fi
+
+# Byte-compile novalab's own modules. Python reads a .pyc even where
+# PYTHONDONTWRITEBYTECODE forbids writing one (as on CI's machines), and otherwise
+# every novalab process (serve, each of up's services, every CLI call a lab or test
+# makes) compiles the whole package from source again. Only changed files are redone.
+.venv/bin/python -m compileall -q -j 0 reference tracing diagrams labs >/dev/null

@@ -8,14 +8,42 @@ service is not reachable, except under ``NOVALAB_REQUIRE_SERVICES=1`` (set by
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import uuid
+from pathlib import Path
 
 import loopback
+import private_services
 import pytest
 
 from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
 from novalab.tracing.setup import Telemetry
+
+# Seconds each module took in the last measured run (scripts/test_durations.py writes it).
+MODULE_SECONDS = Path(__file__).resolve().parents[1] / "docs" / "perf" / "test-durations.json"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Run the slowest modules first, each module's tests in pytest's own order.
+
+    `make test` hands whole modules to pytest-xdist's workers (``--dist loadfile``) in
+    this order: longest first, the tail is short modules filling in (LPT scheduling),
+    not a nine-minute module that starts last. A module not yet measured counts as
+    slowest, so a new heavy module never starts last either.
+    """
+    try:
+        seconds = json.loads(MODULE_SECONDS.read_text())["modules"]
+    except (OSError, ValueError, KeyError):
+        return
+    position = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        position.setdefault(module, len(position))
+    items.sort(key=lambda item: (-seconds.get(item.nodeid.split("::", 1)[0], math.inf),
+                                 position[item.nodeid.split("::", 1)[0]]))
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -25,6 +53,13 @@ def own_deployment_registry(tmp_path_factory):
     os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("xdg-state"))
     os.environ.pop("NOVALAB_STATE_DIR", None)
     yield
+
+
+@pytest.fixture
+def standard_ports():
+    """The standard ports for this test alone (``private_services.own_standard_ports``)."""
+    with private_services.own_standard_ports("this test"):
+        yield
 
 
 @pytest.fixture

@@ -83,6 +83,23 @@ def network_namespace() -> Iterator[bool]:
         os.close(original)
 
 
+@contextlib.contextmanager
+def own_standard_ports(who: str) -> Iterator[bool]:
+    """The standard ports (5000, 8774, ...) for ``who`` alone, in a network namespace of
+    its own (``network_namespace``): tests that each start ``novalab serve`` or a lab cloud
+    run side by side (pytest-xdist) without one taking another's ports. Where the kernel
+    refuses a namespace (not root), the machine's own loopback, if its ports are free.
+    Only for clouds on the memory broker and SQLite: the machine's RabbitMQ and
+    PostgreSQL are not reachable from the namespace."""
+    from novalab.reference.common.wiring import STANDARD_PORTS
+
+    with network_namespace() as isolated:
+        busy = sorted(port for port in STANDARD_PORTS.values() if port_open(port))
+        if busy:
+            unavailable(f"standard ports {busy} are in use; {who} needs them")
+        yield isolated
+
+
 def free_port() -> int:
     """A TCP port nothing listens on now, on 127.0.0.1 of the current namespace."""
     with socket.socket() as sock:

@@ -23,6 +23,8 @@ from novalab.diagrams import sequence
 from novalab.diagrams.check import check
 from novalab.diagrams.flows import get_flow
 
+pytestmark = pytest.mark.e2e  # Chromium
+
 ROOT = Path(__file__).resolve().parents[2]
 FLOW = get_flow("classic")
 

@@ -23,6 +23,8 @@ from novalab.diagrams.check import check
 from novalab.diagrams.cli import register
 from novalab.diagrams.flows import get_flow
 
+pytestmark = pytest.mark.e2e  # Chromium
+
 CLASSIC, MODERN = get_flow("classic"), get_flow("modern")
 MOVED = [p for p in compare.MAPPING if p.change == compare.MOVED]
 

@@ -27,7 +27,6 @@ from pathlib import Path
 
 import httpx
 import jsonschema
-import loopback
 import pytest
 
 from novalab.diagrams import jaeger, web
@@ -37,6 +36,8 @@ from novalab.diagrams.model import Span, Trace
 from novalab.reference.deploy.statedir import StateDir, Unit
 from novalab.tracing.otlp_json import spans_from_otlp, spans_to_otlp
 from novalab.tracing.store import TraceStore
+
+pytestmark = pytest.mark.e2e  # `novalab serve` and `novalab web`, Chromium
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STATIC = Path(web.__file__).with_name("web_static")
@@ -323,11 +324,7 @@ def test_novalab_web_on_a_busy_port_says_so(store_dir):
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
 
 
-def test_serve_hosts_the_page_on_its_state_dir(tmp_path):
-    from novalab.reference.common.wiring import STANDARD_PORTS
-
-    if any(loopback.port_open(port) for port in STANDARD_PORTS.values()):
-        pytest.skip(f"one of the standard ports {sorted(STANDARD_PORTS.values())} is in use")
+def test_serve_hosts_the_page_on_its_state_dir(tmp_path, standard_ports):
     proc = subprocess.Popen([*NOVALAB, "serve", "--state-dir", str(tmp_path), "--web-port",
                              str(_free_port())], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))

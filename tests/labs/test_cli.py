@@ -11,12 +11,12 @@ import time
 from pathlib import Path
 
 import httpx
-import loopback
 import pytest
 from click.testing import CliRunner
 
 from novalab.labs.cli import main
-from novalab.reference.common.wiring import STANDARD_PORTS
+
+pytestmark = pytest.mark.e2e  # `novalab serve` and the `novalab` CLI in subprocesses
 
 NOVALAB = [sys.executable, "-m", "novalab.labs.cli"]
 
@@ -83,9 +83,7 @@ def test_boot_running_refuses_options_of_the_embedded_cloud(tmp_path):
     assert "novalab up" in result.output
 
 
-def test_serve_prints_os_variables_and_stops_on_sigint(tmp_path):
-    if any(loopback.port_open(port) for port in STANDARD_PORTS.values()):
-        pytest.skip(f"one of the standard ports {sorted(STANDARD_PORTS.values())} is in use")
+def test_serve_prints_os_variables_and_stops_on_sigint(tmp_path, standard_ports):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([*NOVALAB, "serve", "--state-dir", str(tmp_path)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -15,12 +15,13 @@ import sys
 import time
 from pathlib import Path
 
-import loopback
+import private_services
 import pytest
 
 from novalab.labs.course import find, labs, uncovered_steps
 from novalab.labs.publish import index, page
-from novalab.reference.common.wiring import STANDARD_PORTS
+
+pytestmark = pytest.mark.e2e  # lab clouds on the standard ports, the `novalab` and `openstack` CLIs
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -61,16 +62,14 @@ def test_the_published_course_is_the_course():
 @pytest.fixture(scope="module")
 def learner(tmp_path_factory):
     """A learner's shell: the venv first on PATH, a lab home of its own."""
-    busy = [p for p in STANDARD_PORTS.values() if loopback.port_open(p)]
-    if busy:
-        pytest.skip(f"ports {busy} are in use; the lab cloud needs the standard ports")
-    home = tmp_path_factory.mktemp("lab-home")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
-    env.pop("NOVALAB_STATE_DIR", None)
-    env.update(NOVALAB_LAB_HOME=str(home), PATH=f"{BIN}:{env.get('PATH', '')}")
-    yield env
-    subprocess.run([str(BIN / "novalab"), "lab", "stop"], env=env, capture_output=True,
-                   timeout=120)  # the timings are reported at the end (conftest.py)
+    with private_services.own_standard_ports("the lab cloud"):
+        home = tmp_path_factory.mktemp("lab-home")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+        env.pop("NOVALAB_STATE_DIR", None)
+        env.update(NOVALAB_LAB_HOME=str(home), PATH=f"{BIN}:{env.get('PATH', '')}")
+        yield env
+        subprocess.run([str(BIN / "novalab"), "lab", "stop"], env=env, capture_output=True,
+                       timeout=120)  # the timings are reported at the end (conftest.py)
 
 
 def novalab(env, *args, expect=0):

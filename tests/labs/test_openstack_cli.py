@@ -16,39 +16,37 @@ import sys
 import time
 from pathlib import Path
 
-import loopback
+import private_services
 import pytest
 
-from novalab.reference.common.wiring import STANDARD_PORTS
+pytestmark = pytest.mark.e2e  # `novalab serve` and the `openstack` CLI
 
 OPENSTACK = str(Path(sys.executable).with_name("openstack"))
-PORTS = tuple(STANDARD_PORTS.values())  # every port `novalab serve` binds
 
 
 @pytest.fixture(scope="module")
 def cloud_env(tmp_path_factory):
     if not Path(OPENSTACK).exists() and not shutil.which("openstack"):
         pytest.skip("python-openstackclient is not installed (it is a test dependency)")
-    busy = [p for p in PORTS if loopback.port_open(p)]
-    if busy:
-        pytest.skip(f"ports {busy} are in use; novalab serve needs the standard ports")
-    state = tmp_path_factory.mktemp("serve")
-    proc = subprocess.Popen([sys.executable, "-m", "novalab.labs.cli", "serve", "--state-dir",
-                             str(state)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
-    env = dict(os.environ)
-    deadline = time.monotonic() + 90
-    while "OS_REGION_NAME" not in env or env.get("OS_AUTH_URL") is None:
-        line = proc.stdout.readline()
-        if not line and proc.poll() is not None:
-            pytest.fail(f"novalab serve exited: {proc.stderr.read()}")
-        if line.startswith("export "):
-            key, _, value = line[len("export "):].strip().partition("=")
-            env[key] = value
-        assert time.monotonic() < deadline, "novalab serve did not print its variables"
-    yield env
-    proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=60)
+    with private_services.own_standard_ports("novalab serve"):
+        state = tmp_path_factory.mktemp("serve")
+        proc = subprocess.Popen([sys.executable, "-m", "novalab.labs.cli", "serve",
+                                 "--state-dir", str(state)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        env = dict(os.environ)
+        deadline = time.monotonic() + 90
+        while "OS_REGION_NAME" not in env or env.get("OS_AUTH_URL") is None:
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                pytest.fail(f"novalab serve exited: {proc.stderr.read()}")
+            if line.startswith("export "):
+                key, _, value = line[len("export "):].strip().partition("=")
+                env[key] = value
+            assert time.monotonic() < deadline, "novalab serve did not print its variables"
+        yield env
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
 
 
 def openstack(env, *args, expect_ok=True):

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from labs.test_openstack_cli import cloud_env, openstack, table  # noqa: F401
+
+pytestmark = pytest.mark.e2e  # `novalab serve` and the `openstack` CLI
 
 
 def as_admin(env: dict) -> dict:

@@ -23,6 +23,8 @@ from openstack import exceptions
 
 from tests.reference.nova.test_shelve_cli import wait_server
 
+pytestmark = pytest.mark.e2e  # `novalab serve` and the `openstack` CLI
+
 NAME = "gaps-vm"
 WAIT = 120
 

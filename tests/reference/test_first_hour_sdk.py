@@ -22,6 +22,8 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from labs.test_openstack_cli import cloud_env  # noqa: F401
 from openstack import exceptions
 
+pytestmark = pytest.mark.e2e  # `novalab serve`
+
 WAIT = 120
 
 

@@ -17,7 +17,10 @@ import subprocess
 import sys
 import time
 
+import pytest
 from labs.test_openstack_cli import cloud_env, openstack, table  # noqa: F401
+
+pytestmark = pytest.mark.e2e  # `novalab serve` and the `openstack` CLI
 
 DEFAULTS = {"instances": 10, "cores": 20, "ram": 51200, "volumes": 10, "gigabytes": 1000,
             "snapshots": 10, "key-pairs": 100, "server-groups": 10}

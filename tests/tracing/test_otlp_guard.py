@@ -17,12 +17,15 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
+import pytest
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from novalab.tracing import collect
 from novalab.tracing.otlp_guard import OtlpGuard
 from novalab.tracing.otlp_json import spans_from_otlp
 from novalab.tracing.setup import Telemetry
+
+pytestmark = pytest.mark.e2e  # `novalab boot` in a subprocess
 
 # Far longer than any wait below: the exporter would retry a refused connection
 # for about 30 s (1 + 2 + 4 + 8 + 16 s of backoff) and wait this long for an answer.

@@ -31,6 +31,8 @@ from novalab.tracing import attributes as attr
 from novalab.tracing.otlp_json import spans_to_otlp
 from novalab.tracing.setup import Telemetry
 
+pytestmark = pytest.mark.e2e  # Chromium
+
 FLOW = get_flow("modern")
 PLACEMENT = {s.number for s in FLOW.steps if "Placement" in (s.source, s.target)}
 

@@ -44,7 +44,8 @@ from novalab.reference.deploy.statedir import StateDir, Unit
 from novalab.tracing import attributes as attr
 from novalab.tracing.otlp_json import decode_attributes
 
-pytestmark = [pytest.mark.amqp, pytest.mark.postgresql]
+# e2e: hosts in network namespaces, private services
+pytestmark = [pytest.mark.amqp, pytest.mark.postgresql, pytest.mark.e2e]
 
 NOVALAB = [sys.executable, "-m", "novalab.reference.deploy.commands"]
 TRACE = [sys.executable, "-c", "from novalab.labs.cli import main; main()", "trace"]

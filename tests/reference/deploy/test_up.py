@@ -33,6 +33,8 @@ from novalab.reference.deploy.statedir import StateDir, Unit
 from novalab.tracing import collect
 from novalab.tracing.otlp_json import spans_from_otlp
 
+pytestmark = pytest.mark.e2e  # `novalab up` on RabbitMQ and PostgreSQL/MariaDB
+
 NOVALAB = [sys.executable, "-m", "novalab.reference.deploy.commands"]
 NOVALAB_CLI = [sys.executable, "-m", "novalab.labs.cli"]  # the whole `novalab` command
 ROOT = Path(__file__).resolve().parents[3]

@@ -39,7 +39,8 @@ from novalab.reference.deploy.boot import BootRequest, server_extra
 from novalab.reference.deploy.client import CloudClient
 from novalab.reference.deploy.statedir import StateDir
 
-pytestmark = [pytest.mark.amqp, pytest.mark.postgresql]
+# e2e: `novalab up` on private RabbitMQ and PostgreSQL
+pytestmark = [pytest.mark.amqp, pytest.mark.postgresql, pytest.mark.e2e]
 
 NOVALAB = [sys.executable, "-m", "novalab.reference.deploy.commands"]
 # Twice rpc_response_timeout (60 s): a call lost with a killed service times out,

@@ -30,7 +30,8 @@ from novalab.reference.deploy.statedir import StateDir
 from novalab.tracing.model import Trace
 from novalab.tracing.otlp_json import spans_from_otlp
 
-pytestmark = [pytest.mark.amqp, pytest.mark.postgresql]
+# e2e: `novalab up` on private RabbitMQ and PostgreSQL
+pytestmark = [pytest.mark.amqp, pytest.mark.postgresql, pytest.mark.e2e]
 
 NOVALAB = [sys.executable, "-m", "novalab.reference.deploy.commands"]
 

@@ -11,7 +11,10 @@ and its helpers. One serve for the module.
 from __future__ import annotations
 
 import openstack as sdk
+import pytest
 from labs.test_openstack_cli import cloud_env, openstack, table  # noqa: F401
+
+pytestmark = pytest.mark.e2e  # `novalab serve` and the `openstack` CLI
 
 CONNECT_KEYS = ("auth_url", "username", "password", "project_name", "project_domain_id",
                 "user_domain_id", "region_name", "identity_api_version")

@@ -14,7 +14,10 @@ import json
 import subprocess
 import sys
 
+import pytest
 from labs.test_openstack_cli import cloud_env, openstack, table  # noqa: F401
+
+pytestmark = pytest.mark.e2e  # `novalab serve` and the `openstack` CLI
 
 
 def as_admin(env: dict) -> dict:

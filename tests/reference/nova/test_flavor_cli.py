@@ -14,7 +14,10 @@ and its helpers.
 from __future__ import annotations
 
 import openstack as sdk
+import pytest
 from labs.test_openstack_cli import cloud_env, openstack, table  # noqa: F401
+
+pytestmark = pytest.mark.e2e  # `novalab serve` and the `openstack` CLI
 
 
 def as_user(env: dict, user: str, project: str | None = None) -> dict:

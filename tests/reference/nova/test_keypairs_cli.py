@@ -19,6 +19,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from labs.test_openstack_cli import cloud_env, novalab, openstack, table  # noqa: F401
 
+pytestmark = pytest.mark.e2e  # `novalab serve` and the `openstack` CLI
+
 
 def _fingerprint(path) -> str:
     if not shutil.which("ssh-keygen"):

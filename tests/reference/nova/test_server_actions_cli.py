@@ -9,10 +9,13 @@ command left (status, power state, lock, the log's lines), not only its exit cod
 
 from __future__ import annotations
 
+import pytest
 from labs.test_openstack_cli import cloud_env, openstack, table  # noqa: F401
 
 from novalab.reference.nova.compute.power_state import PAUSED, RUNNING, SHUTDOWN
 from tests.reference.nova.test_shelve_cli import wait_server
+
+pytestmark = pytest.mark.e2e  # `novalab serve` and the `openstack` CLI
 
 NAME = "cli-power"
 

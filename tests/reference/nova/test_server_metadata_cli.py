@@ -10,7 +10,10 @@ and its helpers.
 
 from __future__ import annotations
 
+import pytest
 from labs.test_openstack_cli import cloud_env, openstack, table  # noqa: F401
+
+pytestmark = pytest.mark.e2e  # `novalab serve` and the `openstack` CLI
 
 
 def properties(env, server) -> dict:

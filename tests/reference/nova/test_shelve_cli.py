@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from labs.test_openstack_cli import cloud_env, novalab, openstack, table  # noqa: F401
+
+pytestmark = pytest.mark.e2e  # `novalab serve` and the `openstack` CLI
 
 TIMEOUT = 90  # seconds: bounds each wait, which fails saying what it saw
 

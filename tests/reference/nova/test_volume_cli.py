@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from labs.test_openstack_cli import cloud_env, openstack, table  # noqa: F401
 
 from tests.reference.nova.test_shelve_cli import wait_server
+
+pytestmark = pytest.mark.e2e  # `novalab serve` and the `openstack` CLI
 
 TIMEOUT = 90  # seconds: bounds each wait, which fails saying what it saw
 

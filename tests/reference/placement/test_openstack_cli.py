@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e  # the `openstack` CLI
+
 OPENSTACK = Path(sys.executable).with_name("openstack")
 
 

@@ -6,6 +6,7 @@ import os
 import uuid
 
 import pika
+import private_services
 import pytest
 
 from novalab.reference.rpc import RPCClient, RPCServer, Target, get_transport
@@ -106,3 +107,13 @@ def amqp_rpc():
 def topic() -> str:
     """A topic no other test uses, so queues never collide."""
     return f"test_{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def private_broker():
+    """A RabbitMQ node of the test's own, and RPC over it: the test stops its broker,
+    which must never be the machine's, used meanwhile by the tests beside it."""
+    with private_services.private_rabbitmq() as node:
+        harness = RPCHarness(node.url)
+        yield harness, node
+        harness.close()

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-import shutil
 import socket
-import subprocess
 import threading
 import time
 import urllib.parse
@@ -235,10 +233,6 @@ def test_concurrent_calls_each_get_their_own_reply(rpc, topic):
 # -- RabbitMQ only --------------------------------------------------------------------
 
 
-def _rabbitmqctl(command: str) -> None:
-    subprocess.run(["rabbitmqctl", command], check=True, capture_output=True, timeout=120)
-
-
 def _retry(fn, deadline: float):
     """``fn()`` until it stops failing with a messaging error or ``deadline`` passes."""
     while True:
@@ -247,34 +241,6 @@ def _retry(fn, deadline: float):
         except (exception.MessagingTimeout, MessageDeliveryFailure):
             if time.monotonic() > deadline:
                 raise
-
-
-@pytest.mark.amqp
-def test_reconnects_after_broker_restart(amqp_rpc, topic, caplog):
-    if shutil.which("rabbitmqctl") is None:
-        pytest.skip("rabbitmqctl not on PATH: cannot restart the broker")
-    caplog.set_level(logging.INFO, logger="novalab.rpc")
-    endpoint = Recorder()
-    amqp_rpc.server([endpoint], topic=topic)
-    client = amqp_rpc.client(topic=topic, timeout=5)
-    ctxt = RequestContext()
-    assert client.call(ctxt, "add", a=1, b=2) == 3
-
-    _rabbitmqctl("stop_app")
-    try:  # while the broker is down a publish waits out its timeout, then says why
-        with pytest.raises(MessageDeliveryFailure, match="reconnecting"):
-            client.prepare(timeout=1).cast(ctxt, "record", n=0)
-    finally:
-        _rabbitmqctl("start_app")
-
-    deadline = time.monotonic() + 30
-    _retry(lambda: client.cast(ctxt, "record", n=1), deadline)
-    assert endpoint.cast_received.wait(max(0.0, deadline - time.monotonic()))
-    assert _retry(lambda: client.call(ctxt, "add", a=2, b=3), deadline) == 5
-    assert [kwargs for _, kwargs in endpoint.casts] == [{"n": 1}]  # n=0 was never sent
-    messages = [r.getMessage() for r in caplog.records]
-    assert any(m.startswith("Lost the connection to RabbitMQ") for m in messages)
-    assert any(m.startswith("Reconnected to RabbitMQ") for m in messages)
 
 
 class StallingProxy:

@@ -14,6 +14,8 @@ from sqlalchemy import func, select
 
 from novalab.reference.nova.db.models import Instance
 
+pytestmark = pytest.mark.e2e  # the `openstack` CLI
+
 
 def create(session, cloud, timeout=30.0, **server):
     body = {"server": {"name": "q", "flavorRef": "42", "imageRef": cloud.cirros["id"],

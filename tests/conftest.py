@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import uuid
 from pathlib import Path
 
@@ -20,6 +21,45 @@ import pytest
 
 from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
 from novalab.tracing.setup import Telemetry
+
+# What the lab course costs the suite, printed at the end of every run that ran it.
+# test_course.py fills its TIMINGS; under pytest-xdist that is in a worker, which hands
+# them to the controller at the end of its session (workeroutput).
+LAB_TIMINGS = pytest.StashKey[dict]()
+
+
+def course_timings() -> dict[str, dict[str, float]]:
+    """The labs this process ran: ``{lab: {part: seconds}}``."""
+    course = next((m for name, m in sys.modules.items()
+                   if name.endswith("test_course") and hasattr(m, "TIMINGS")), None)
+    return dict(getattr(course, "TIMINGS", None) or {})
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["lab_timings"] = course_timings()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """An xdist worker is done: keep the lab timings it ran."""
+    node.config.stash.setdefault(LAB_TIMINGS, {}).update(
+        node.workeroutput.get("lab_timings", {}))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    timings = config.stash.get(LAB_TIMINGS, None) or course_timings()
+    if not timings:
+        return
+    total = sum(sum(t.values()) for t in timings.values())
+    terminalreporter.section("the lab course")
+    terminalreporter.write_line(f"{len(timings)} labs in {total:.1f} s")
+    for name, parts in sorted(timings.items()):
+        terminalreporter.write_line(f"  {name}: {sum(parts.values()):.1f} s ("
+                                    + ", ".join(f"{k} {v:.1f} s" for k, v in parts.items())
+                                    + ")")
+
 
 # Seconds each module took in the last measured run (scripts/test_durations.py writes it).
 MODULE_SECONDS = Path(__file__).resolve().parents[1] / "docs" / "perf" / "test-durations.json"

@@ -25,6 +25,7 @@ import fcntl
 import glob
 import os
 import pwd
+import random
 import shutil
 import signal
 import socket
@@ -100,11 +101,30 @@ def own_standard_ports(who: str) -> Iterator[bool]:
         yield isolated
 
 
+def ephemeral_ports() -> range:
+    """The ports the kernel hands out as the local end of outgoing connections."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999  # Linux's default
+    return range(low, high + 1)
+
+
 def free_port() -> int:
-    """A TCP port nothing listens on now, on 127.0.0.1 of the current namespace."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A TCP port nothing listens on now, on 127.0.0.1 of the current namespace, and
+    below the ephemeral range: a server that restarts (a private RabbitMQ's listener,
+    its distribution port and epmd; PostgreSQL) must find its port free again, and an
+    outgoing connection made meanwhile (any of a cloud's services reconnecting) may
+    take any port of that range as its own end."""
+    below = range(20000, min(ephemeral_ports().start, 30000))
+    for port in random.sample(below, 200):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise OSError(f"no free port in {below.start}-{below.stop - 1}")
 
 
 # One server process ----------------------------------------------------------------------

@@ -70,6 +70,12 @@ def by_module_seconds(records: list[dict]) -> dict[str, float]:
     return {m: round(v, 1) for m, v in sorted(spent.items(), key=lambda kv: -kv[1])}
 
 
+def counted(group: list[dict], kind: str) -> str:
+    """``"N (seconds)"`` of one cost over a module's tests, ``-`` if none."""
+    count = sum(r["counts"].get(kind, 0) for r in group)
+    return f"{count} ({sum(cost(r, kind) for r in group):,.1f})" if count else "-"
+
+
 def seconds(value: float) -> str:
     return f"{value:,.1f}" if value else "-"
 
@@ -130,15 +136,12 @@ def render(records: list[dict], wall: float | None, args: list[str]) -> str:
     modules = sorted(by_module.items(), key=lambda kv: -sum(total(r) for r in kv[1]))
     for module, group in modules:
         spent = sum(total(r) for r in group)
-        starts = sum(r["counts"].get("cloud_start", 0) for r in group)
-        boots = sum(r["counts"].get("boot", 0) for r in group)
         lines.append(
             f"| {module} | {'e2e' if any(r.get('e2e') for r in group) else ''} | "
             f"{len(group)} | {spent:,.1f} | {spent / summed:.1%} | "
-            f"{starts or ''} ({seconds(sum(cost(r, 'cloud_start') for r in group))}) | "
-            f"{boots or ''} ({seconds(sum(cost(r, 'boot') for r in group))}) | "
+            f"{counted(group, 'cloud_start')} | {counted(group, 'boot')} | "
             f"{seconds(sum(cost(r, 'subprocess') for r in group))} | "
-            f"{seconds(sum(cost(r, 'sleep') for r in group))} |".replace("|  (-) |", "| - |"))
+            f"{seconds(sum(cost(r, 'sleep') for r in group))} |")
     slowest = sorted(records, key=total, reverse=True)[:25]
     lines += ["", "## The 25 slowest tests (setup + call + teardown)", "",
               "| test | seconds | setup | call | teardown |", "|---|---:|---:|---:|---:|"]

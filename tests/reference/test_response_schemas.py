@@ -26,6 +26,7 @@ import time
 
 import jsonschema
 import pytest
+from conftest import Session
 from reference.schemas import identity, network
 from tempest.lib.common.jsonschema_validator import FORMAT_CHECKER, JSONSCHEMA_VALIDATOR
 
@@ -100,7 +101,6 @@ class Client:
 
 @pytest.fixture(scope="module")
 def users(shared_cloud):
-    from conftest import Session
 
     sessions = {"demo": Session(shared_cloud, "demo", "demo"),
                 "admin": Session(shared_cloud, "admin", "admin")}

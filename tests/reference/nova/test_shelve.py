@@ -15,6 +15,7 @@ import os
 import time
 
 import pytest
+from conftest import Session
 
 from novalab.reference.nova.compute import shelve as compute_shelve
 from novalab.reference.nova.compute.utils import compute_node_uuid
@@ -333,7 +334,6 @@ def test_create_image_snapshots_a_running_server(shared_cloud, login):
 @pytest.fixture(scope="module")
 def active_server(shared_cloud):
     """One ACTIVE server of project demo that the tests below never change."""
-    from conftest import Session
 
     session = Session(shared_cloud, "demo", "demo")
     try:

@@ -55,11 +55,19 @@ def module_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
-def cost(record: dict, kind: str) -> float:
-    costs = record["costs"]
+def _of_kind(values: dict, kind: str) -> float:
+    """``values[kind]``; for ``subprocess``, the sum over every ``subprocess:PROGRAM``."""
     if kind == "subprocess":
-        return sum(v for k, v in costs.items() if k.startswith("subprocess:"))
-    return costs.get(kind, 0.0)
+        return sum(v for k, v in values.items() if k.startswith("subprocess:"))
+    return values.get(kind, 0)
+
+
+def cost(record: dict, kind: str) -> float:
+    return _of_kind(record["costs"], kind)
+
+
+def count(record: dict, kind: str) -> int:
+    return _of_kind(record["counts"], kind)
 
 
 def by_module_seconds(records: list[dict]) -> dict[str, float]:
@@ -72,8 +80,8 @@ def by_module_seconds(records: list[dict]) -> dict[str, float]:
 
 def counted(group: list[dict], kind: str) -> str:
     """``"N (seconds)"`` of one cost over a module's tests, ``-`` if none."""
-    count = sum(r["counts"].get(kind, 0) for r in group)
-    return f"{count} ({sum(cost(r, kind) for r in group):,.1f})" if count else "-"
+    times = sum(count(r, kind) for r in group)
+    return f"{times} ({sum(cost(r, kind) for r in group):,.1f})" if times else "-"
 
 
 def seconds(value: float) -> str:
@@ -110,10 +118,9 @@ def render(records: list[dict], wall: float | None, args: list[str]) -> str:
     ]
     for kind in COSTS:
         value = sum(cost(r, kind) for r in records)
-        count = sum(v for r in records for k, v in r["counts"].items()
-                    if k == kind or (kind == "subprocess" and k.startswith("subprocess:")))
-        lines.append(f"| {kind.replace('_', ' ')} | {seconds(value)} | "
-                     f"{value / summed:.0%} | {count:,} |" if summed else "")
+        times = sum(count(r, kind) for r in records)
+        share = f"{value / summed:.0%}" if summed else "-"
+        lines.append(f"| {kind.replace('_', ' ')} | {seconds(value)} | {share} | {times:,} |")
     programs: Counter = Counter()
     for record in records:
         for key, value in record["costs"].items():
@@ -133,7 +140,7 @@ def render(records: list[dict], wall: float | None, args: list[str]) -> str:
         "child processes (s) | sleeps (s) |",
         "|---|:-:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    modules = sorted(by_module.items(), key=lambda kv: -sum(total(r) for r in kv[1]))
+    modules = [(module, by_module[module]) for module in by_module_seconds(records)]
     for module, group in modules:
         spent = sum(total(r) for r in group)
         lines.append(

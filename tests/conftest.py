@@ -78,12 +78,12 @@ def pytest_collection_modifyitems(config, items):
         seconds = json.loads(MODULE_SECONDS.read_text())["modules"]
     except (OSError, ValueError, KeyError):
         return
-    position = {}
+    position: dict[str, int] = {}
     for item in items:
-        module = item.nodeid.split("::", 1)[0]
-        position.setdefault(module, len(position))
-    items.sort(key=lambda item: (-seconds.get(item.nodeid.split("::", 1)[0], math.inf),
-                                 position[item.nodeid.split("::", 1)[0]]))
+        position.setdefault(item.nodeid.split("::", 1)[0], len(position))
+    order = {module: (-seconds.get(module, math.inf), index)
+             for module, index in position.items()}
+    items.sort(key=lambda item: order[item.nodeid.split("::", 1)[0]])
 
 
 @pytest.fixture(autouse=True, scope="session")

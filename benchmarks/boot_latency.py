@@ -26,6 +26,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from novalab.reference.common.credentials import PERSONA_PASSWORD
 from novalab.reference.common.db import Database
 from novalab.reference.deploy.client import CloudClient
 from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
@@ -89,9 +90,9 @@ def lift_quotas(cloud: EmbeddedCloud, project: str) -> None:
     far more than the default 10 instances and 10 volumes), through the quota APIs."""
     with http_client() as http:
         admin = CloudClient(cloud.identity_url, http)
-        admin.authenticate("admin", cloud.config.password, "admin")
+        admin.authenticate("admin", cloud.config.credentials.admin, "admin")
         target = CloudClient(cloud.identity_url, http)
-        target.authenticate(project, cloud.config.password, project)
+        target.authenticate(project, cloud.config.credentials.password_for(project), project)
         headers = {"X-Auth-Token": admin.token}
         pid = target.project_id
         unlimited = {"compute": ("os-quota-sets", "quota_set",
@@ -119,7 +120,7 @@ class Bench:
         provider = self.telemetry.provider("novalab-client") if traced else None
         self.http = http_client(provider)
         self.client = CloudClient(self.cloud.identity_url, self.http)
-        self.client.authenticate("demo", config.password, "demo")
+        self.client.authenticate("demo", PERSONA_PASSWORD, "demo")
         self.flavor = self.client.find_flavor("m1.nano")["id"]
         self.image = self.client.find_image("cirros")["id"]
         # The benchmark's own, untraced handles: what it reads must not add spans.

@@ -65,6 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # boot_latency, select
 
 from boot_latency import TEST_NODE, calibration, lift_quotas  # noqa: E402
 
+from novalab.reference.common.credentials import PERSONA_PASSWORD  # noqa: E402
 from novalab.reference.deploy.client import CloudClient  # noqa: E402
 from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud  # noqa: E402
 from novalab.tracing.http import http_client  # noqa: E402
@@ -204,7 +205,7 @@ class ScaleCloud:
         try:
             lift_quotas(self.cloud, "demo")
             self.client = CloudClient(self.cloud.identity_url, self.http)
-            self.client.authenticate("demo", config.password, "demo")
+            self.client.authenticate("demo", PERSONA_PASSWORD, "demo")
             self.flavor = self.client.find_flavor("m1.nano")
             self.image = self.client.find_image("cirros")["id"]
         except BaseException:

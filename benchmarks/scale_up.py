@@ -49,6 +49,7 @@ from scale import (
     set_span_means,
 )
 
+from novalab.reference.common.credentials import PERSONA_PASSWORD, Credentials
 from novalab.reference.common.wiring import STANDARD_PORTS
 from novalab.reference.deploy import health
 from novalab.reference.deploy.boot import BootRequest, server_extra
@@ -252,11 +253,10 @@ class UpScaleCloud(ScaleCloud):
     def _login(self) -> None:
         self.http = http_client()
         env = self.record["os_env"]
-        password = self.record["password"]
         admin = CloudClient(env["OS_AUTH_URL"], self.http)
-        admin.authenticate("admin", password, "admin")
+        admin.authenticate("admin", Credentials.of(self.state_dir).admin, "admin")
         self.client = CloudClient(env["OS_AUTH_URL"], self.http)
-        self.client.authenticate("demo", password, "demo")
+        self.client.authenticate("demo", PERSONA_PASSWORD, "demo")
         headers = {"X-Auth-Token": admin.token}
         pid = self.client.project_id
         for service, path, key, values in (

@@ -40,6 +40,7 @@ import libvirt
 
 from novalab.reference.ceph import rbd
 from novalab.reference.ceph.rados import Rados
+from novalab.reference.common.credentials import PERSONA_PASSWORD
 from novalab.reference.common.faults import Faults
 from novalab.reference.deploy.boot import BootRequest, server_extra
 from novalab.reference.deploy.client import CloudClient
@@ -122,7 +123,7 @@ def run_soak(cloud: EmbeddedCloud, *, boots: int, concurrency: int, fault_rate: 
     with http_client() as http:
         http.event_hooks["response"] = [recorder]
         client = CloudClient(cloud.identity_url, http)
-        client.authenticate("demo", cloud.config.password, "demo")
+        client.authenticate("demo", PERSONA_PASSWORD, "demo")
         flavor = client.find_flavor("m1.nano")["id"]
         image = client.find_image("cirros")["id"]
         extra = server_extra(BootRequest(), image)
@@ -205,7 +206,7 @@ def run_soak(cloud: EmbeddedCloud, *, boots: int, concurrency: int, fault_rate: 
 def leftovers(cloud: EmbeddedCloud, http) -> dict[str, list[str]]:
     """What is still allocated once every server is gone (read as admin)."""
     admin = CloudClient(cloud.identity_url, http)
-    admin.authenticate("admin", cloud.config.password, "admin")
+    admin.authenticate("admin", cloud.config.credentials.admin, "admin")
     headers = {"X-Auth-Token": admin.token}
     ports = http.get(f"{admin.endpoint('network')}/v2.0/ports", headers=headers).json()["ports"]
     volumes = http.get(f"{admin.endpoint('volumev3')}/volumes/detail",

@@ -32,6 +32,7 @@ from novalab.diagrams.cli import register as register_diagrams
 from novalab.labs.lab_cli import register as register_labs
 from novalab.reference.deploy.commands import register as register_deploy
 from novalab.reference.deploy.commands import topology_option
+from novalab.reference.deploy.credentials_cli import register as register_credentials
 from novalab.reference.deploy.fault_cli import register as register_faults
 from novalab.reference.deploy.scheduler_cli import register as register_scheduler
 from novalab.tracing.cli import register as register_trace
@@ -332,6 +333,7 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port,
     set, over OTLP. The trace page (`novalab web`) shows them on
     http://127.0.0.1:8700 as they arrive.
     """
+    from novalab.reference.common.credentials import PERSONA_PASSWORD
     from novalab.reference.common.wiring import STANDARD_PORTS
     from novalab.reference.deploy.statedir import write_json
     from novalab.tracing import store
@@ -347,6 +349,9 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port,
     config = _cloud_config(state, db, transport, computes, libvirt_uri, bind_host=bind_host,
                            ports=dict(STANDARD_PORTS),
                            vif_plugging_timeout=vif_plugging_timeout, topology=topology)
+    from novalab.reference.deploy import seed
+
+    admin_password = seed.first_credentials(config.credentials)
     cloud = _start(config, telemetry)
     page = _web_page(state, web_port)
     pid_file.parent.mkdir(parents=True, exist_ok=True)
@@ -360,7 +365,7 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port,
         signal.signal(signum, lambda *_: stopping.append(True))
     os_env = {
         "OS_AUTH_URL": cloud.identity_url, "OS_USERNAME": "demo",
-        "OS_PASSWORD": config.password, "OS_PROJECT_NAME": "demo",
+        "OS_PASSWORD": PERSONA_PASSWORD, "OS_PROJECT_NAME": "demo",
         "OS_USER_DOMAIN_ID": "default", "OS_PROJECT_DOMAIN_ID": "default",
         "OS_IDENTITY_API_VERSION": "3", "OS_REGION_NAME": "RegionOne",
     }
@@ -368,13 +373,16 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port,
     # in state.json; written once the cloud answers, removed when it stops.
     cloud_file = state / "cloud.json"
     write_json(cloud_file, {"kind": "serve", "pid": os.getpid(), "os_env": os_env,
-                            "password": config.password, "urls": dict(cloud.urls),
+                            "urls": dict(cloud.urls),
                             "web": f"{page.url}/" if page else None,
                             "topology": config.topology})
     click.echo(f"# novalab cloud is up (topology {config.topology}). For the openstack CLI:")
     for key, value in os_env.items():
         click.echo(f"export {key}={value}")
     click.echo(f"# traces: {state / 'traces'}   (novalab trace list; Ctrl-C to stop)")
+    if admin_password:
+        click.echo("# " + seed.ADMIN_PASSWORD_NOTE.format(password=admin_password,
+                                                          state_dir=state))
     if page:
         click.echo(f"# trace page: {page.url}/")
     while not stopping:
@@ -390,6 +398,7 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port,
 
 register_diagrams(main)
 register_deploy(main)
+register_credentials(main)
 register_faults(main)
 register_trace(main)
 register_scheduler(main)

@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from novalab.reference.common.credentials import Credentials
 from novalab.tracing import store
 
 ENV_LAB_HOME = "NOVALAB_LAB_HOME"
@@ -77,7 +78,6 @@ class Cloud:
     kind: str          # "lab" or "running"
     state_dir: Path
     os_env: dict
-    password: str
     web: str | None = None
     # Each service's address as the deployment wrote it ("metadata", "metadata-proxy",
     # "ceph-mon", ...): what a check needs for a service outside keystone's catalog.
@@ -90,18 +90,23 @@ class Cloud:
     def auth_url(self) -> str:
         return self.os_env["OS_AUTH_URL"]
 
+    @property
+    def credentials(self) -> Credentials:
+        """The deployment's passwords, readable by the OS user who runs it."""
+        return Credentials.of(self.state_dir)
+
 
 def describe(state_dir: Path) -> Cloud | None:
     """The cloud of ``state_dir`` if it runs: `serve` (cloud.json) or `up` (state.json)."""
     served = _read(state_dir / "cloud.json")
     if served and _alive(served.get("pid")):
-        return Cloud("serve", state_dir, served["os_env"], served["password"],
-                     served.get("web"), dict(served.get("urls") or {}))
+        return Cloud("serve", state_dir, served["os_env"], served.get("web"),
+                     dict(served.get("urls") or {}))
     deployed = _read(state_dir / "state.json")
     if deployed.get("os_env") and not deployed.get("stopped_at") and store.running(state_dir):
         web = (deployed.get("urls") or {}).get("web")
         transport = str(deployed.get("transport_url") or "")
-        return Cloud("up", state_dir, deployed["os_env"], deployed["password"], web,
+        return Cloud("up", state_dir, deployed["os_env"], web,
                      dict(deployed.get("urls") or {}),
                      transport if transport.startswith("amqp") else "")
     return None

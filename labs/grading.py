@@ -122,7 +122,7 @@ class Context:
     @cached_property
     def admin_api(self) -> Api:
         """The APIs as the cloud's admin (hosts, services, every project's servers)."""
-        return Api(self._client("admin", self.cloud.password, "admin"))
+        return Api(self._client("admin", self.cloud.credentials.admin, "admin"))
 
     @cached_property
     def store(self) -> TraceStore:

@@ -63,7 +63,7 @@ def _learner(cloud) -> tuple[str, str, str]:
             cloud.auth_url.rstrip("/"):
         return (os.environ["OS_USERNAME"], os.environ.get("OS_PASSWORD", ""),
                 os.environ.get("OS_PROJECT_NAME", os.environ["OS_USERNAME"]))
-    return (cloud.os_env["OS_USERNAME"], cloud.os_env.get("OS_PASSWORD", cloud.password),
+    return (cloud.os_env["OS_USERNAME"], cloud.os_env["OS_PASSWORD"],
             cloud.os_env["OS_PROJECT_NAME"])
 
 

@@ -172,7 +172,7 @@ class Session:
 
         self.http = httpx.Client(timeout=30)
         self.client = CloudClient(cloud.identity_url, self.http)
-        self.client.authenticate(username, cloud.config.password, project)
+        self.client.authenticate(username, cloud.config.credentials.password_for(username), project)
         self.token = self.client.token
         self.project_id = self.client.project_id
         self.compute = self.client.endpoint("compute")

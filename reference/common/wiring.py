@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from novalab.reference.common.credentials import Credentials
 from novalab.reference.common.db import Database
 from novalab.reference.common.faults import Faults
 from novalab.reference.common.wsgi import ServerThread, stop_all
@@ -43,8 +44,6 @@ LOG = logging.getLogger(__name__)
 
 # The host the controller services say they run on (RPC servers, agents).
 CONTROLLER = socket.gethostname()
-# The password of every seeded user (admin, demo, the service users).
-DEFAULT_PASSWORD = "novalab"
 
 # The standard ports of `novalab serve` and of one-process-per-service deployments,
 # keyed as Wiring.urls is. Services that do not exist yet simply never bind theirs.
@@ -78,7 +77,6 @@ class CloudConfig:
     advertise_host: str | None = None
     # 0 picks a free port; `novalab serve` uses STANDARD_PORTS.
     ports: dict[str, int] = field(default_factory=dict)
-    password: str = DEFAULT_PASSWORD
     report_interval: float = 10.0
     # Seconds a service trusts a validated token before asking Keystone again
     # ([keystone_authtoken] token_cache_time; see keystone/middleware.py for the default).
@@ -97,6 +95,8 @@ class CloudConfig:
     # with placement (issue 11 builds the rest of it: API database, cells, the super
     # conductor).
     topology: str = "classic"
+    _credentials: Credentials | None = field(default=None, init=False, repr=False,
+                                             compare=False)
 
     def resolve(self) -> CloudConfig:
         if self.state_dir is None:
@@ -109,6 +109,13 @@ class CloudConfig:
             # A broker of its own, so two clouds in one process never share queues.
             self.transport_url = f"memory:///{uuid.uuid4().hex}"
         return self
+
+    @property
+    def credentials(self) -> Credentials:
+        """The deployment's passwords (STATE_DIR/credentials.json; see credentials.py)."""
+        if self._credentials is None:
+            self._credentials = Credentials.of(self.resolve().state_dir)
+        return self._credentials
 
 
 class Wiring:
@@ -198,7 +205,8 @@ class Wiring:
 
     def auth(self, service: str, user: str, host: str | None = None) -> AuthProtocol:
         """keystonemiddleware for ``service``, validating as service user ``user``."""
-        credentials = ServiceCredentials(self.urls["keystone"], user, self.config.password)
+        credentials = ServiceCredentials(self.urls["keystone"], user,
+                                         lambda: self.config.credentials.password_for(user))
         return AuthProtocol(credentials, self.http(service, host),
                             cache_time=self.config.token_cache_time)
 

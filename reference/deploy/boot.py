@@ -111,7 +111,8 @@ def boot(cloud: EmbeddedCloud, request: BootRequest,
     provider = telemetry.provider(CLIENT_SERVICE) if cloud.traced else None
     server, trace_id, elapsed = client_boot(telemetry.tracer(CLIENT_SERVICE, "novalab.client"),
                                             provider, cloud.identity_url,
-                                            cloud.config.password, request, on_change)
+                                            cloud.config.credentials.password_for(request.username),
+                                            request, on_change)
     cloud.wait_idle()
     spans = collect_trace(telemetry, trace_id)
     return BootResult(server=server, trace_id=trace_id, elapsed=elapsed, spans=spans,

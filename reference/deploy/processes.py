@@ -53,8 +53,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from novalab.reference.common.credentials import PERSONA_PASSWORD, Credentials
 from novalab.reference.common.wiring import STANDARD_PORTS, CloudConfig, Wiring
-from novalab.reference.deploy import health, migrations, preflight, services
+from novalab.reference.deploy import health, migrations, preflight, seed, services
 from novalab.reference.deploy.statedir import (  # noqa: F401 (re-exported)
     DEFAULT_BIND,
     DEFAULT_DB,
@@ -436,7 +437,7 @@ class UnitStatus:
 def os_environment(state: dict) -> dict[str, str]:
     """The ``OS_*`` variables for the ``openstack`` CLI (DevStack's ``openrc demo demo``)."""
     return {"OS_AUTH_URL": f"{state['urls']['keystone']}/v3", "OS_USERNAME": "demo",
-            "OS_PASSWORD": state["password"], "OS_PROJECT_NAME": "demo",
+            "OS_PASSWORD": PERSONA_PASSWORD, "OS_PROJECT_NAME": "demo",
             "OS_USER_DOMAIN_ID": "default", "OS_PROJECT_DOMAIN_ID": "default",
             "OS_IDENTITY_API_VERSION": "3", "OS_REGION_NAME": "RegionOne"}
 
@@ -560,7 +561,7 @@ def up(options: UpOptions, echo: Callable[[str], None] = print) -> dict:
                           "schema: Alembic')")
     record = {"version": 1, "state_dir": str(state.root), "computes": options.computes,
               "transport_url": options.transport_url, "db_url": options.db_url,
-              "otlp": options.otlp, "password": CloudConfig().password,
+              "otlp": options.otlp,
               "vif_plugging_timeout": options.vif_plugging_timeout,
               "topology": options.topology, "bind_address": options.bind_address,
               "advertise_address": options.advertise_address,
@@ -571,6 +572,7 @@ def up(options: UpOptions, echo: Callable[[str], None] = print) -> dict:
                   if _unit(d) not in units and _running(state, _unit(d))],
               "urls": (previous or {}).get("urls", {})}
     state.save(record)  # first, so `down` finds whatever gets started
+    _announce_credentials(state.root, echo)
     started: list[Unit] = []
     heartbeats = health.Heartbeats(options.db_url)
     try:
@@ -612,6 +614,14 @@ def up(options: UpOptions, echo: Callable[[str], None] = print) -> dict:
     state.save(record)
     _warn_shared_broker(state, units, options.transport_url, echo)
     return record
+
+
+def _announce_credentials(state_dir: Path, echo: Callable[[str], None]) -> None:
+    """Make the deployment's passwords before any service needs them; print the admin's
+    the one time it is made (credentials.py)."""
+    password = seed.first_credentials(Credentials.of(state_dir))
+    if password:
+        echo(seed.ADMIN_PASSWORD_NOTE.format(password=password, state_dir=state_dir))
 
 
 def _warn_shared_broker(state: StateDir, units: list[Unit], transport_url: str,

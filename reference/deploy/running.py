@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from novalab.reference.common.credentials import Credentials
 from novalab.reference.deploy.boot import (
     CLIENT_SERVICE,
     BootOutcome,
@@ -57,7 +58,7 @@ def boot_against_running(state_dir: str | os.PathLike, request: BootRequest,
         server, trace_id, elapsed = client_boot(
             telemetry.tracer(CLIENT_SERVICE, "novalab.client"),
             telemetry.provider(CLIENT_SERVICE), state["os_env"]["OS_AUTH_URL"],
-            state["password"], request, on_change)
+            Credentials.of(state_dir.root).password_for(request.username), request, on_change)
     finally:
         telemetry.shutdown()  # flushes the client's file before we read the others
     spans = collect.wait_for_trace(state_dir.traces, format(trace_id, "032x"),

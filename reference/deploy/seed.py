@@ -2,14 +2,15 @@
 
 The flavors are Nova's and DevStack's defaults; the users mirror DevStack's
 ``admin`` and ``demo`` plus one service user per API service, which
-the auth middleware uses to validate user tokens.
+the auth middleware uses to validate user tokens. Their passwords are the
+deployment's own (credentials.py), the personas' excepted.
 """
 
 from __future__ import annotations
 
 from novalab.reference.common.context import get_admin_context
+from novalab.reference.common.credentials import PERSONAS, Credentials
 from novalab.reference.common.db import Database
-from novalab.reference.common.wiring import DEFAULT_PASSWORD
 from novalab.reference.glance.core import ImageRepo
 from novalab.reference.keystone.core import Keystone
 from novalab.reference.nova.db import api as db_api
@@ -63,8 +64,24 @@ def cirros_bytes() -> bytes:
     return sector + body
 
 
-def seed_keystone(keystone: Keystone, password: str = DEFAULT_PASSWORD) -> None:
-    keystone.bootstrap({name: dict(spec, password=password) for name, spec in USERS.items()})
+def seed_keystone(keystone: Keystone, credentials: Credentials) -> list[str]:
+    """The users, projects and roles of :data:`USERS`, with the deployment's passwords
+    (generated on first start, see credentials.py); returns who got a new password."""
+    made = credentials.ensure(USERS)
+    keystone.bootstrap({name: dict(spec, password=credentials.password_for(name))
+                        for name, spec in USERS.items()},
+                       reset_passwords=[name for name in USERS if name not in PERSONAS])
+    return made
+
+
+def first_credentials(credentials: Credentials) -> str | None:
+    """Make the deployment's passwords before any service needs them; the admin's when
+    it was made just now (for `serve` and `up` to print once), else None."""
+    return credentials.admin if "admin" in credentials.ensure(USERS) else None
+
+
+ADMIN_PASSWORD_NOTE = ("admin password: {password}  (shown once; `novalab credentials show "
+                       "--state-dir {state_dir}` prints it again)")
 
 
 def seed_flavors(db: Database) -> None:

@@ -63,7 +63,7 @@ def _seeded(builder: Callable, seed_it: Callable[[Wiring, object], None]) -> Cal
 # them (each may need the URLs of those before it). Compute hosts take a host name
 # (and carry their L2 agent, see nova_compute).
 BUILDERS = {
-    "keystone": _seeded(keystone, lambda w, core: seed.seed_keystone(core, w.config.password)),
+    "keystone": _seeded(keystone, lambda w, core: seed.seed_keystone(core, w.config.credentials)),
     "placement-api": placement,
     "ceph": ceph,
     "glance-api": _seeded(glance_api_service, lambda w, images: seed.seed_images(images)),

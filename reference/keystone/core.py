@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import secrets
 import uuid
+from collections.abc import Iterable
 from datetime import timedelta
 
 from sqlalchemy import select
@@ -236,11 +237,14 @@ class Keystone:
 
     # Bootstrap ----------------------------------------------------------------------------
 
-    def bootstrap(self, users: dict[str, dict]) -> None:
+    def bootstrap(self, users: dict[str, dict], reset_passwords: Iterable[str] = ()) -> None:
         """Seed roles, projects and users (``keystone-manage bootstrap``).
 
         Idempotent by name: a state dir made by an older novalab gains the users
-        and projects added since, and nothing it has is changed.
+        and projects added since. Of those it has, only the passwords of
+        ``reset_passwords`` change, to the ones given, as ``keystone-manage
+        bootstrap --bootstrap-password`` resets the admin's: the deployment's file
+        of passwords is the truth for its own users.
         """
         with self.db.session() as session:
             if session.get(Region, REGION) is None:
@@ -259,9 +263,14 @@ class Keystone:
                                              description=f"novalab {name} project")
                     session.add(projects[name])
             session.flush()
-            existing = set(session.scalars(select(User.name).where(User.domain_id == "default")))
+            existing = {u.name: u for u in session.scalars(
+                select(User).where(User.domain_id == "default"))}
             for user_name, spec in users.items():
                 if user_name in existing:
+                    user = existing[user_name]
+                    if user_name in reset_passwords and not check_password(
+                            spec["password"], user.password_hash):
+                        user.password_hash = hash_password(spec["password"])
                     continue
                 project = projects[spec["project"]]
                 user = User(id=uuid.uuid4().hex, name=user_name,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import httpx
@@ -29,14 +30,29 @@ _CACHE_SIZE = 1000
 
 
 class ServiceCredentials:
-    """A service user's password credentials, scoped to the ``service`` project."""
+    """A service user's password credentials, scoped to the ``service`` project.
 
-    def __init__(self, identity_url: str, username: str, password: str, project: str = "service"):
+    ``password`` may be a function: the deployment's current password, asked each
+    time the service logs in, so a rotated one is picked up while it runs (upstream
+    reads ``[keystone_authtoken] password`` at start and needs a restart).
+    """
+
+    def __init__(self, identity_url: str, username: str, password: str | Callable[[], str],
+                 project: str = "service"):
         self.identity_url = identity_url.rstrip("/")
-        self.body = {"auth": {
+        self.username = username
+        self.project = project
+        self._password = password
+
+    @property
+    def password(self) -> str:
+        return self._password() if callable(self._password) else self._password
+
+    def body(self, password: str) -> dict:
+        return {"auth": {
             "identity": {"methods": ["password"], "password": {"user": {
-                "name": username, "domain": {"id": "default"}, "password": password}}},
-            "scope": {"project": {"name": project, "domain": {"id": "default"}}}}}
+                "name": self.username, "domain": {"id": "default"}, "password": password}}},
+            "scope": {"project": {"name": self.project, "domain": {"id": "default"}}}}}
 
 
 class AuthProtocol:
@@ -48,24 +64,30 @@ class AuthProtocol:
         self.http = http
         self.cache_time = cache_time
         self._cache: OrderedDict[str, tuple[float, dict]] = OrderedDict()
-        self._service_token: tuple[str, float] | None = None
+        self._service_token: tuple[str, float, str] | None = None  # token, expiry, password
         self._lock = threading.Lock()
 
     # The service's own token ------------------------------------------------------------
 
     def service_token(self, refresh: bool = False) -> str:
+        """The service user's token, asked for again when it nears expiry, when
+        ``refresh`` says a call was refused with it, or when the deployment's password
+        changed (`novalab credentials rotate`: keystone revoked the tokens issued
+        under the old one)."""
+        password = self.credentials.password
         with self._lock:
-            if self._service_token and not refresh and self._service_token[1] > time.time():
-                return self._service_token[0]
-        response = self.http.post(f"{self.credentials.identity_url}/v3/auth/tokens",
-                                  json=self.credentials.body)
+            cached = self._service_token
+            if cached and not refresh and cached[1] > time.time() and cached[2] == password:
+                return cached[0]
+        url = f"{self.credentials.identity_url}/v3/auth/tokens"
+        response = self.http.post(url, json=self.credentials.body(password))
         if response.status_code != 201:
             raise exception.NotAuthorized(
                 f"Service authentication failed ({response.status_code}): {response.text[:200]}")
         expires = _parse_time(response.json()["token"]["expires_at"]) - 60
         token = response.headers["X-Subject-Token"]
         with self._lock:
-            self._service_token = (token, expires)
+            self._service_token = (token, expires, password)
         return token
 
     # User tokens ------------------------------------------------------------------------

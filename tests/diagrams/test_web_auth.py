@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from novalab.diagrams import web, web_auth
+from novalab.reference.common.credentials import PERSONA_PASSWORD
 from novalab.reference.deploy import seed
 from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
 from novalab.tracing.otlp_json import OtlpJsonLinesExporter
@@ -29,7 +30,8 @@ def test_only_loopback_is_served_without_a_token(host, loopback):
 
 def _token(cloud, user, project) -> str:
     body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
-        "name": user, "domain": {"id": "default"}, "password": cloud.config.password}}},
+        "name": user, "domain": {"id": "default"},
+            "password": cloud.config.credentials.password_for(user)}}},
         "scope": {"project": {"name": project, "domain": {"id": "default"}}}}}
     response = httpx.post(f"{cloud.identity_url}/auth/tokens", json=body)
     assert response.status_code == 201, response.text
@@ -130,7 +132,7 @@ def test_the_login_form_keeps_the_token_in_a_cookie(two_projects):
                                                "project": "demo"})
         assert refused.status_code == 401
         response = browser.post("/login", data={"username": "alt_demo", "project": "alt_demo",
-                                                "password": cloud.config.password})
+                                                "password": PERSONA_PASSWORD})
         assert response.status_code == 303
         cookie = response.headers["set-cookie"].lower()
         assert "httponly" in cookie and "samesite=strict" in cookie

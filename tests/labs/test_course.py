@@ -123,7 +123,8 @@ def _assert_nothing_left(env, lab):
     clouds = LabClouds(Path(env["NOVALAB_LAB_HOME"]))
     cloud = clouds.current()
     ctx = Context(lab=find_lab(lab.name), cloud=cloud, user="demo",
-                  password=cloud.password, project="demo", workdir=Path("/nonexistent"))
+                  password=cloud.os_env["OS_PASSWORD"], project="demo",
+                  workdir=Path("/nonexistent"))
     from novalab.labs.cleanup import leftovers
 
     assert {kind: names for kind, names in leftovers(ctx).items() if names} == {}

@@ -28,7 +28,7 @@ class Store:
 
 
 def context(store: Store) -> Context:
-    ctx = Context(lab=find("00"), cloud=Cloud("lab", Path("/nonexistent"), {}, "pw"),
+    ctx = Context(lab=find("00"), cloud=Cloud("lab", Path("/nonexistent"), {}),
                   user="demo", password="pw", project="demo", workdir=Path("/nonexistent"))
     ctx.__dict__["store"] = store  # the cached property, as the checks see it
     ctx.server = lambda name: {"id": "a5c1d7e0", "name": name}

@@ -34,7 +34,7 @@ def cloud_env(tmp_path_factory):
                                  "--state-dir", str(state)], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True,
                                 env=dict(os.environ, PYTHONUNBUFFERED="1"))
-        env = dict(os.environ)
+        env = dict(os.environ, NOVALAB_STATE_DIR=str(state))  # as `novalab lab env` sets it
         deadline = time.monotonic() + 90
         while "OS_REGION_NAME" not in env or env.get("OS_AUTH_URL") is None:
             line = proc.stdout.readline()
@@ -47,6 +47,21 @@ def cloud_env(tmp_path_factory):
         yield env
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
+
+
+def password_of(env: dict, user: str) -> str:
+    """``user``'s password on the cloud of ``env``: the personas' documented one, the
+    admin's and services' the deployment's own, read from its state dir as its owner
+    would (`novalab credentials show USER`)."""
+    from novalab.reference.common.credentials import Credentials
+
+    return Credentials.of(env["NOVALAB_STATE_DIR"]).password_for(user)
+
+
+def as_admin(env: dict) -> dict:
+    """The admin's variables for the same cloud."""
+    return dict(env, OS_USERNAME="admin", OS_PROJECT_NAME="admin",
+                OS_PASSWORD=password_of(env, "admin"))
 
 
 def openstack(env, *args, expect_ok=True):
@@ -232,7 +247,7 @@ print("deleted", conn.get_server("sdk-vm") is None)
 
 def test_an_admin_runs_a_class_with_the_cli(cloud_env):
     """Projects, users and grants as an admin types them; a disabled learner is locked out."""
-    admin = dict(cloud_env, OS_USERNAME="admin", OS_PROJECT_NAME="admin")
+    admin = as_admin(cloud_env)
     openstack(admin, "project", "create", "--description", "class B", "class-b")
     openstack(admin, "user", "create", "--project", "class-b", "--password", "pw1",
               "--email", "b1@example.org", "learner-b1")

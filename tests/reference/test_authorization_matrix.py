@@ -405,7 +405,8 @@ class Matrix:
     def login(self, persona: str) -> None:
         user, project = LOGINS[persona]
         auth = {"identity": {"methods": ["password"], "password": {"user": {
-            "name": user, "domain": {"id": "default"}, "password": self.cloud.config.password}}}}
+            "name": user, "domain": {"id": "default"},
+            "password": self.cloud.config.credentials.password_for(user)}}}}
         if project:
             auth["scope"] = {"project": {"name": project, "domain": {"id": "default"}}}
         response = self.http.post(f"{self.cloud.identity_url}/auth/tokens", json={"auth": auth})

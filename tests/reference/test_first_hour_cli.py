@@ -14,13 +14,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from labs.test_openstack_cli import cloud_env, openstack, table  # noqa: F401
+from labs.test_openstack_cli import as_admin, cloud_env, openstack, table  # noqa: F401
 
 pytestmark = pytest.mark.e2e  # `novalab serve` and the `openstack` CLI
 
-
-def as_admin(env: dict) -> dict:
-    return dict(env, OS_USERNAME="admin", OS_PROJECT_NAME="admin")
 
 
 def test_first_hour_identity_network_and_image_commands(cloud_env, tmp_path):  # noqa: F811

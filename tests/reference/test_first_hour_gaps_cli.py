@@ -18,7 +18,7 @@ import time
 
 import openstack as sdk
 import pytest
-from labs.test_openstack_cli import cloud_env, openstack, table  # noqa: F401
+from labs.test_openstack_cli import cloud_env, openstack, password_of, table  # noqa: F401
 from openstack import exceptions
 
 from tests.reference.nova.test_shelve_cli import wait_server
@@ -39,7 +39,7 @@ def server(cloud_env):  # noqa: F811
 
 def _connect(env: dict, user: str, project: str):
     return sdk.connect(
-        auth_url=env["OS_AUTH_URL"], username=user, password=env["OS_PASSWORD"],
+        auth_url=env["OS_AUTH_URL"], username=user, password=password_of(env, user),
         project_name=project, user_domain_id=env["OS_USER_DOMAIN_ID"],
         project_domain_id=env["OS_PROJECT_DOMAIN_ID"], region_name=env["OS_REGION_NAME"],
         identity_api_version="3", load_envvars=False, load_yaml_config=False)

@@ -19,7 +19,7 @@ import openstack
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
-from labs.test_openstack_cli import cloud_env  # noqa: F401
+from labs.test_openstack_cli import cloud_env, password_of  # noqa: F401
 from openstack import exceptions
 
 pytestmark = pytest.mark.e2e  # `novalab serve`
@@ -29,7 +29,7 @@ WAIT = 120
 
 def _connect(env: dict, user: str, project: str) -> openstack.connection.Connection:
     return openstack.connect(
-        auth_url=env["OS_AUTH_URL"], username=user, password=env["OS_PASSWORD"],
+        auth_url=env["OS_AUTH_URL"], username=user, password=password_of(env, user),
         project_name=project, user_domain_id=env["OS_USER_DOMAIN_ID"],
         project_domain_id=env["OS_PROJECT_DOMAIN_ID"], region_name=env["OS_REGION_NAME"],
         identity_api_version="3", load_envvars=False, load_yaml_config=False)

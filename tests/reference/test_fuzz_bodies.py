@@ -101,7 +101,8 @@ def _apps(cloud: EmbeddedCloud) -> dict:
 
 def _token(cloud: EmbeddedCloud, user: str, project: str) -> tuple[str, str]:
     body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
-        "name": user, "domain": {"id": "default"}, "password": cloud.config.password}}},
+        "name": user, "domain": {"id": "default"},
+            "password": cloud.config.credentials.password_for(user)}}},
         "scope": {"project": {"name": project, "domain": {"id": "default"}}}}}
     response = httpx.post(f"{cloud.identity_url}/auth/tokens", json=body, timeout=TIMEOUT)
     assert response.status_code == 201, response.text

@@ -18,16 +18,13 @@ import sys
 import time
 
 import pytest
-from labs.test_openstack_cli import cloud_env, openstack, table  # noqa: F401
+from labs.test_openstack_cli import as_admin, cloud_env, openstack, password_of, table  # noqa: F401,E501
 
 pytestmark = pytest.mark.e2e  # `novalab serve` and the `openstack` CLI
 
 DEFAULTS = {"instances": 10, "cores": 20, "ram": 51200, "volumes": 10, "gigabytes": 1000,
             "snapshots": 10, "key-pairs": 100, "server-groups": 10}
 
-
-def as_admin(env: dict) -> dict:
-    return dict(env, OS_USERNAME="admin", OS_PROJECT_NAME="admin")
 
 
 def quotas(env, *args) -> dict:
@@ -139,8 +136,9 @@ def _quota_show_set_limits_and_enforcement(demo, admin, demo_id):
 
 
 SDK_SCRIPT = """
-import json, openstack
-admin = openstack.connect(username="admin", project_name="admin")
+import json, os, openstack
+admin = openstack.connect(username="admin", project_name="admin",
+                          password=os.environ["ADMIN_PASSWORD"])
 demo = openstack.connect()
 project = admin.identity.find_project("demo").id
 out = {}
@@ -174,7 +172,8 @@ print(json.dumps(out))
 
 
 def test_quotas_and_limits_with_openstacksdk(cloud_env):  # noqa: F811
-    result = subprocess.run([sys.executable, "-c", SDK_SCRIPT], env=cloud_env,
+    env = dict(cloud_env, ADMIN_PASSWORD=password_of(cloud_env, "admin"))
+    result = subprocess.run([sys.executable, "-c", SDK_SCRIPT], env=env,
                             capture_output=True, text=True, timeout=180)
     if result.returncode != 0:
         restore(as_admin(cloud_env))

@@ -30,6 +30,8 @@ from conftest import Session
 from reference.schemas import identity, network
 from tempest.lib.common.jsonschema_validator import FORMAT_CHECKER, JSONSCHEMA_VALIDATOR
 
+from novalab.reference.common.credentials import PERSONA_PASSWORD
+
 COMPUTE = "tempest.lib.api_schema.response.compute"
 VOLUME = "tempest.lib.api_schema.response.volume"
 # 2.1, a version in the middle (the embedded flavor of 2.47, below 2.51's events),
@@ -403,7 +405,7 @@ def test_identity_bodies(shared_cloud):
     with httpx.Client(timeout=30) as http:
         body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
             "name": "demo", "domain": {"id": "default"},
-            "password": shared_cloud.config.password}}},
+            "password": PERSONA_PASSWORD}}},
             "scope": {"project": {"name": "demo", "domain": {"id": "default"}}}}}
         response = http.post(f"{shared_cloud.identity_url}/auth/tokens", json=body)
         assert response.status_code == 201

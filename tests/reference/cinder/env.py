@@ -32,7 +32,8 @@ class Session:
 
     def __init__(self, env: CinderEnv, user: str, project: str | None = None):
         body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
-            "name": user, "domain": {"id": "default"}, "password": env.w.config.password}}},
+            "name": user, "domain": {"id": "default"},
+            "password": env.w.config.credentials.password_for(user)}}},
             "scope": {"project": {"name": project or user, "domain": {"id": "default"}}}}}
         response = env.http.post(f"{env.w.urls['keystone']}/v3/auth/tokens", json=body)
         assert response.status_code == 201, response.text

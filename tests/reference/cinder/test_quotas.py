@@ -133,8 +133,9 @@ def test_openstacksdk_reads_and_sets_volume_quotas(env, demo, admin):
     def connect(user):
         return openstack.connect(
             auth_url=f"{env.w.urls['keystone']}/v3", username=user,
-            password=env.w.config.password, project_name=user, user_domain_id="default",
-            project_domain_id="default", region_name=None, identity_api_version="3")
+            password=env.w.config.credentials.password_for(user), project_name=user,
+            user_domain_id="default", project_domain_id="default", region_name=None,
+            identity_api_version="3")
 
     conn = connect("admin")
     try:

@@ -16,6 +16,7 @@ import uuid
 import httpx
 import pytest
 
+from novalab.reference.common.credentials import PERSONA_PASSWORD
 from novalab.tracing import attributes as attr
 
 REQUEST_ID = re.compile(r"^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -40,7 +41,7 @@ def token(shared_cloud):
     response = httpx.post(f"{shared_cloud.identity_url}/auth/tokens", json={"auth": {
         "identity": {"methods": ["password"], "password": {"user": {
             "name": "demo", "domain": {"id": "default"},
-            "password": shared_cloud.config.password}}},
+            "password": PERSONA_PASSWORD}}},
         "scope": {"project": {"name": "demo", "domain": {"id": "default"}}}}})
     return response.headers["X-Subject-Token"], response.json()["token"]["project"]["id"]
 

@@ -39,6 +39,7 @@ import pytest
 
 from novalab.diagrams import callgraph, sequence
 from novalab.diagrams.load import load_trace
+from novalab.reference.common.credentials import PERSONA_PASSWORD
 from novalab.reference.deploy.client import CloudClient
 from novalab.reference.deploy.statedir import StateDir, Unit
 from novalab.tracing import attributes as attr
@@ -206,6 +207,10 @@ def cloud():
                   "--db", pg.url("novalab"), "--state-dir", str(dirs["controller"]),
                   "--bind-address", HOSTS["controller"], "--vif-plugging-timeout", "10"])
             phases["controller up"] = time.monotonic() - started - sum(phases.values())
+        for host in dirs:  # what an operator copies to each host (docs/multihost.md)
+            if host != "controller":
+                StateDir(dirs[host]).make()
+                shutil.copy2(dirs["controller"] / "credentials.json", dirs[host])
         computes = {host: _compute(hosts, host, dirs[host], mq, pg)
                     for host in ("compute-1", "compute-2")}
         stack.callback(_stop, list(computes.values()))
@@ -230,7 +235,7 @@ def _boot_two(state_dir: Path) -> tuple[str, list[dict]]:
             client = CloudClient(record["os_env"]["OS_AUTH_URL"], http)
             tracer = provider.get_tracer("novalab.client")
             with tracer.start_as_current_span("openstack server create") as root:
-                client.authenticate("demo", record["password"], "demo")
+                client.authenticate("demo", PERSONA_PASSWORD, "demo")
                 flavor, image = client.find_flavor("m1.nano"), client.find_image("cirros")
                 client.create_server("spread", flavor["id"], image["id"], min_count=2)
                 deadline = time.monotonic() + 60

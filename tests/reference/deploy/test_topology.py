@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from novalab.labs.cli import main
+from novalab.reference.common.credentials import PERSONA_PASSWORD
 from novalab.reference.deploy import boot as boot_module
 from novalab.reference.deploy import commands, migrations, processes
 from novalab.reference.deploy.client import CloudClient
@@ -66,7 +67,7 @@ def test_boot_with_a_topology(topology, tmp_path, monkeypatch):
         seen["topology"] = cloud.config.topology
         with httpx.Client(timeout=10) as http:
             client = CloudClient(cloud.identity_url, http)
-            client.authenticate("demo", cloud.config.password, "demo")
+            client.authenticate("demo", PERSONA_PASSWORD, "demo")
             seen["catalog"] = dict(client.catalog)
             if "placement" in cloud.urls:
                 seen["placement"] = http.get(f"{cloud.urls['placement']}/").status_code

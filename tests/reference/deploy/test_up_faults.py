@@ -33,6 +33,7 @@ import private_services
 import pytest
 import sqlalchemy
 
+from novalab.reference.common.credentials import PERSONA_PASSWORD
 from novalab.reference.common.wiring import STANDARD_PORTS
 from novalab.reference.deploy import health
 from novalab.reference.deploy.boot import BootRequest, server_extra
@@ -91,7 +92,7 @@ class Cloud:
         if self._client is None:
             record = self.state.load()
             client = CloudClient(record["os_env"]["OS_AUTH_URL"], self.http)
-            client.authenticate("demo", record["password"], "demo")
+            client.authenticate("demo", PERSONA_PASSWORD, "demo")
             self._client = client
         return self._client
 

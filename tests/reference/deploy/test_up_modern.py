@@ -21,6 +21,7 @@ import loopback
 import private_services
 import pytest
 
+from novalab.reference.common.credentials import Credentials
 from novalab.reference.common.wiring import STANDARD_PORTS
 from novalab.reference.deploy import processes
 from novalab.reference.deploy.boot import BootRequest
@@ -74,7 +75,7 @@ def _pids(state: StateDir) -> dict[str, int]:
 def _admin(state: StateDir, http: httpx.Client) -> CloudClient:
     record = state.load()
     client = CloudClient(record["os_env"]["OS_AUTH_URL"], http)
-    client.authenticate("admin", record["password"], "admin")
+    client.authenticate("admin", Credentials.of(state.root).admin, "admin")
     return client
 
 

@@ -7,6 +7,7 @@ import uuid
 import httpx
 import pytest
 
+from novalab.reference.common.credentials import PERSONA_PASSWORD
 from novalab.reference.deploy.seed import cirros_bytes
 
 OCTET = {"Content-Type": "application/octet-stream"}
@@ -14,7 +15,7 @@ OCTET = {"Content-Type": "application/octet-stream"}
 
 def _unscoped_token(cloud) -> str:
     body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
-        "name": "demo", "domain": {"id": "default"}, "password": cloud.config.password}}}}}
+        "name": "demo", "domain": {"id": "default"}, "password": PERSONA_PASSWORD}}}}}
     response = httpx.post(f"{cloud.identity_url}/auth/tokens", json=body)
     assert response.status_code == 201, response.text
     return response.headers["X-Subject-Token"]

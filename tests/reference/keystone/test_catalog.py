@@ -11,12 +11,11 @@ import httpx
 import jsonschema
 import pytest
 
-from novalab.reference.deploy.seed import DEFAULT_PASSWORD
-
 
 def login(cloud, user: str, project: str) -> httpx.Client:
     body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
-        "name": user, "domain": {"id": "default"}, "password": DEFAULT_PASSWORD}}},
+        "name": user, "domain": {"id": "default"},
+        "password": cloud.config.credentials.password_for(user)}}},
         "scope": {"project": {"name": project, "domain": {"id": "default"}}}}}
     response = httpx.post(f"{cloud.identity_url}/auth/tokens", json=body)
     assert response.status_code == 201, response.text

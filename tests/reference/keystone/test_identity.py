@@ -8,10 +8,9 @@ import httpx
 import pytest
 from conftest import make_cloud
 
-from novalab.reference.deploy.seed import DEFAULT_PASSWORD
 
-
-def token_for(cloud, user, project=None, password=DEFAULT_PASSWORD) -> httpx.Response:
+def token_for(cloud, user, project=None, password=None) -> httpx.Response:
+    password = password or cloud.config.credentials.password_for(user)
     body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
         "name": user, "domain": {"id": "default"}, "password": password}}}}}
     if project:

@@ -60,7 +60,8 @@ def test_unknown_project_is_401_and_malformed_is_400(shared_cloud):
 
 def test_validate_and_revoke(shared_cloud):
     url = f"{shared_cloud.identity_url}/auth/tokens"
-    admin = httpx.post(url, json=auth_body("admin", project="admin")).headers["X-Subject-Token"]
+    admin_body = auth_body("admin", shared_cloud.config.credentials.admin, "admin")
+    admin = httpx.post(url, json=admin_body).headers["X-Subject-Token"]
     demo = httpx.post(url, json=auth_body()).headers["X-Subject-Token"]
     other = httpx.post(url, json=auth_body()).headers["X-Subject-Token"]
     ok = httpx.get(url, headers={"X-Auth-Token": admin, "X-Subject-Token": demo})

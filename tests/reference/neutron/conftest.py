@@ -88,7 +88,8 @@ class NetworkingCloud:
     def token(self, user: str = "demo", project: str | None = None) -> str:
         body = {"auth": {
             "identity": {"methods": ["password"], "password": {"user": {
-                "name": user, "domain": {"id": "default"}, "password": self.w.config.password}}},
+                "name": user, "domain": {"id": "default"},
+            "password": self.w.config.credentials.password_for(user)}}},
             "scope": {"project": {"name": project or user, "domain": {"id": "default"}}}}}
         response = self.http.post(f"{self.w.urls['keystone']}/v3/auth/tokens", json=body)
         assert response.status_code == 201, response.text

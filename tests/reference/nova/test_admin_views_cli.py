@@ -15,13 +15,10 @@ import subprocess
 import sys
 
 import pytest
-from labs.test_openstack_cli import cloud_env, openstack, table  # noqa: F401
+from labs.test_openstack_cli import as_admin, cloud_env, openstack, table  # noqa: F401
 
 pytestmark = pytest.mark.e2e  # `novalab serve` and the `openstack` CLI
 
-
-def as_admin(env: dict) -> dict:
-    return dict(env, OS_USERNAME="admin", OS_PROJECT_NAME="admin")
 
 
 def test_hosts_services_zones_and_usage(cloud_env):  # noqa: F811

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import openstack as sdk
 import pytest
-from labs.test_openstack_cli import cloud_env, openstack, table  # noqa: F401
+from labs.test_openstack_cli import cloud_env, openstack, password_of, table  # noqa: F401
 
 pytestmark = pytest.mark.e2e  # `novalab serve` and the `openstack` CLI
 
 
 def as_user(env: dict, user: str, project: str | None = None) -> dict:
-    return dict(env, OS_USERNAME=user, OS_PROJECT_NAME=project or user)
+    return dict(env, OS_USERNAME=user, OS_PROJECT_NAME=project or user,
+                OS_PASSWORD=password_of(env, user))
 
 
 def test_flavor_commands(cloud_env):  # noqa: F811
@@ -85,7 +86,7 @@ def test_flavor_commands(cloud_env):  # noqa: F811
 
 def _connect(env: dict, user: str) -> sdk.connection.Connection:
     return sdk.connect(
-        auth_url=env["OS_AUTH_URL"], username=user, password=env["OS_PASSWORD"],
+        auth_url=env["OS_AUTH_URL"], username=user, password=password_of(env, user),
         project_name=user, user_domain_id=env["OS_USER_DOMAIN_ID"],
         project_domain_id=env["OS_PROJECT_DOMAIN_ID"], region_name=env["OS_REGION_NAME"],
         identity_api_version="3", load_envvars=False, load_yaml_config=False)

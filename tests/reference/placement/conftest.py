@@ -21,7 +21,8 @@ from novalab.tracing.setup import Telemetry
 class PlacementSession:
     def __init__(self, env: PlacementEnv, user: str, project: str):
         body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
-            "name": user, "domain": {"id": "default"}, "password": env.w.config.password}}},
+            "name": user, "domain": {"id": "default"},
+            "password": env.w.config.credentials.password_for(user)}}},
             "scope": {"project": {"name": project, "domain": {"id": "default"}}}}}
         response = env.http.post(f"{env.w.urls['keystone']}/v3/auth/tokens", json=body)
         assert response.status_code == 201, response.text

@@ -26,7 +26,7 @@ def openstack(env):
     except ImportError:
         pytest.skip("osc-placement is not installed (it is a dependency: pip install -e .)")
     cli_env = dict(os.environ, OS_AUTH_URL=f"{env.w.urls['keystone']}/v3", OS_USERNAME="admin",
-                   OS_PASSWORD=env.w.config.password, OS_PROJECT_NAME="admin",
+                   OS_PASSWORD=env.w.config.credentials.admin, OS_PROJECT_NAME="admin",
                    OS_USER_DOMAIN_ID="default", OS_PROJECT_DOMAIN_ID="default",
                    OS_REGION_NAME="RegionOne", OS_IDENTITY_API_VERSION="3")
     cli_env.pop("OS_PLACEMENT_API_VERSION", None)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
+from novalab.reference.common.credentials import PERSONA_PASSWORD
 from novalab.reference.nova.db.models import Instance
 
 pytestmark = pytest.mark.e2e  # the `openstack` CLI
@@ -93,7 +94,7 @@ def test_only_admins_set_quotas_and_readers_see_their_own(shared_cloud, login):
 def test_the_openstack_sdk_reads_the_quota_and_limits(shared_cloud, login):
     openstack = pytest.importorskip("openstack")
     conn = openstack.connect(auth_url=shared_cloud.identity_url, username="demo",
-                             password=shared_cloud.config.password, project_name="demo",
+                             password=PERSONA_PASSWORD, project_name="demo",
                              user_domain_id="default", project_domain_id="default",
                              region_name="RegionOne")
     project = conn.current_project_id
@@ -156,7 +157,7 @@ def test_the_unmodified_openstack_cli_sets_and_shows_compute_quotas(cloud, login
 
     def openstack(user, *args):
         env = dict(os.environ, OS_AUTH_URL=cloud.identity_url, OS_USERNAME=user,
-                   OS_PASSWORD=cloud.config.password, OS_PROJECT_NAME=user,
+                   OS_PASSWORD=cloud.config.credentials.password_for(user), OS_PROJECT_NAME=user,
                    OS_USER_DOMAIN_ID="default", OS_PROJECT_DOMAIN_ID="default",
                    OS_REGION_NAME="RegionOne", OS_IDENTITY_API_VERSION="3")
         result = subprocess.run([str(cli), *args], env=env, capture_output=True, text=True,

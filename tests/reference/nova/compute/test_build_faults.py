@@ -32,7 +32,8 @@ def leftovers(cloud, server_id, timeout=15.0):
 def _leftovers_now(cloud, server_id):
     admin_token = httpx.post(f"{cloud.identity_url}/auth/tokens", json={"auth": {
         "identity": {"methods": ["password"], "password": {"user": {
-            "name": "admin", "domain": {"id": "default"}, "password": cloud.config.password}}},
+            "name": "admin", "domain": {"id": "default"},
+            "password": cloud.config.credentials.admin}}},
         "scope": {"project": {"name": "admin", "domain": {"id": "default"}}}}}) \
         .headers["X-Subject-Token"]
     headers = {"X-Auth-Token": admin_token}

@@ -326,8 +326,9 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port,
     """Run the embedded cloud on the standard ports until interrupted.
 
     keystone 5000, nova 8774, nova metadata 8775, cinder 8776, glance 9292,
-    neutron 9696, the metadata proxy 8780, ceph-mon 6789 and ceph-rgw 7480;
-    with --topology modern, placement 8778 too.
+    neutron 9696, the metadata proxy 8780, ceph-mon 6789, ceph-rgw 7480 and
+    novalab's lab service 8790 (what `novalab lab` asks to grade); with
+    --topology modern, placement 8778 too.
     Spans go to the trace store in STATE_DIR/traces/ (OTLP JSON lines; find
     them with `novalab trace list`) and, when OTEL_EXPORTER_OTLP_ENDPOINT is
     set, over OTLP. The trace page (`novalab web`) shows them on
@@ -353,6 +354,9 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port,
 
     admin_password = seed.first_credentials(config.credentials)
     cloud = _start(config, telemetry)
+    from novalab.labs.service.build import lab_service
+
+    lab_service(cloud.wiring, cloud.keystone)  # the course's grading, inside the cloud
     page = _web_page(state, web_port)
     pid_file.parent.mkdir(parents=True, exist_ok=True)
     pid_file.write_text(f"{os.getpid()}\n")

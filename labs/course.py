@@ -6,7 +6,8 @@ A lab is a folder of data and two small Python files; the runner knows no lab::
       lab.toml       title, the 58-step numbers it teaches (modern_steps: those of
                      today's boot, the modern table, if any), what it needs, the names
                      the learner uses ({user} is the learner's keystone user), questions,
-                     and [cloud] computes = N when the lab cloud needs N compute hosts
+                     the artifacts (files of the lab folder its checks read), and
+                     [cloud] computes = N when the lab cloud needs N compute hosts
       guide.md       the guide: "## Step N: title" sections, guided then graded
       hints.md       "## Hint" sections, shown one more at a time by `lab hint`
       solution.md    the written solution; its ```sh blocks are what the tests run
@@ -60,6 +61,9 @@ class Lab:
     faults: tuple[str, ...] = ()  # fault knobs the lab injects (cleared by finish)
     computes: int = 1           # [cloud] computes: compute hosts the lab cloud runs for it
     modern_steps: tuple[int, ...] = ()  # steps of the modern table (today's boot) it teaches
+    # The files of the learner's lab folder its checks read (glob patterns, names such
+    # as {filter_file} allowed): what `lab grade` sends the lab service.
+    artifacts: tuple[str, ...] = ()
 
     @classmethod
     def load(cls, folder: Path) -> Lab:
@@ -73,7 +77,8 @@ class Lab:
                    names=dict(meta.get("names", {})), questions=dict(meta.get("questions", {})),
                    faults=tuple(meta.get("faults", ())),
                    computes=int(meta.get("cloud", {}).get("computes", 1)),
-                   modern_steps=tuple(meta.get("modern_steps", ())))
+                   modern_steps=tuple(meta.get("modern_steps", ())),
+                   artifacts=tuple(meta.get("artifacts", ())))
 
     # The texts --------------------------------------------------------------------------
 

@@ -101,8 +101,22 @@ class Context:
     workdir: Path
     answers: dict[str, str] = field(default_factory=dict)
     trace_timeout: float = 15.0
+    # The learner's own token (the lab service grades with the token the learner's
+    # request carried; then ``password`` is empty and never asked for).
+    token: str = ""
+    # What the attempt drew for this learner (names, sizes, the host to choose...);
+    # nothing before it counts: ``started_at`` (seconds since the epoch), 0: all.
+    parameters: dict = field(default_factory=dict)
+    started_at: float = 0.0
     # One grade reads each boot's trace once, however many checks look at it.
     _boots: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def learner_folder(self) -> Path:
+        """The lab folder on the learner's own machine (what a lab's set-up may point the
+        cloud at); ``workdir`` is the copy of its artifacts a grade reads."""
+        where = self.parameters.get("workdir")
+        return Path(where) if where else self.workdir
 
     @cached_property
     def names(self) -> dict[str, str]:
@@ -117,11 +131,25 @@ class Context:
     @cached_property
     def api(self) -> Api:
         """The APIs as the learner (their keystone user and project)."""
-        return Api(self._client(self.user, self.password, self.project))
+        if not self.token:
+            return Api(self._client(self.user, self.password, self.project))
+        # The learner's own catalog (an endpoint may carry their project id), from
+        # keystone, as a service asks about a token it was sent.
+        admin = self.admin_api.client
+        response = admin.http.get(f"{self.cloud.auth_url}/auth/tokens",
+                                  headers={"X-Auth-Token": admin.token,
+                                           "X-Subject-Token": self.token})
+        if response.status_code != 200:
+            raise ClientError(response.status_code, "keystone does not know the learner's "
+                                                    "token any more: log in again")
+        client = CloudClient(self.cloud.auth_url, http_client(timeout=30))
+        client.adopt(self.token, response.json()["token"])
+        return Api(client)
 
     @cached_property
     def admin_api(self) -> Api:
-        """The APIs as the cloud's admin (hosts, services, every project's servers)."""
+        """The APIs as the cloud's admin (hosts, services, every project's servers): only
+        where the cloud's credentials are readable, i.e. inside the lab service."""
         return Api(self._client("admin", self.cloud.credentials.admin, "admin"))
 
     @cached_property

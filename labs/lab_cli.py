@@ -29,10 +29,9 @@ from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
-from novalab.labs import cleanup
+from novalab.labs.client import LabService, ServiceError, artifacts
 from novalab.labs.cloud import CloudError, LabClouds
 from novalab.labs.course import LabNotFound, find, labs
-from novalab.labs.grading import Context, grade
 from novalab.labs.progress import Progress
 
 out = Console(highlight=False)
@@ -75,17 +74,36 @@ def _user(clouds: LabClouds) -> str:
         return os.environ.get("OS_USERNAME") or "demo"
 
 
-def _context(lab, clouds: LabClouds, cloud=None) -> Context:
-    if cloud is None:
-        try:
-            cloud = clouds.current()
-        except CloudError as exc:
-            _fail(f"{exc}")
+def _service(cloud) -> LabService:
+    """The learner's session with the cloud's lab service, or a clear failure."""
     user, password, project = _learner(cloud)
-    progress = Progress(clouds.home, user)
-    workdir = clouds.home / "work" / lab.name
-    return Context(lab=lab, cloud=cloud, user=user, password=password, project=project,
-                   workdir=workdir, answers=dict(progress.lab(lab.name).get("answers", {})))
+    try:
+        return LabService(cloud.auth_url, user, password, project)
+    except ServiceError as exc:
+        _fail(str(exc))
+
+
+def _current_cloud(clouds: LabClouds):
+    try:
+        return clouds.current()
+    except CloudError as exc:
+        _fail(f"{exc}" + _died(clouds))
+
+
+def _died(clouds: LabClouds) -> str:
+    """What the lab cloud's log says about how it ended, if it did (for the failures that
+    find no cloud)."""
+    log = clouds.lab_dir / "serve.log"
+    if not log.exists():
+        return ""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(log.stat().st_mtime))
+    tail = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-3:]
+    return (f"\nthe lab cloud's log ({log}) last changed at {stamp} and ends with:\n  "
+            + "\n  ".join(tail)) if tail else ""
+
+
+def _workdir(clouds: LabClouds, lab) -> Path:
+    return clouds.home / "work" / lab.name
 
 
 def _markdown(text: str) -> None:
@@ -102,18 +120,37 @@ def lab_list():
     """The course map: each lab, the steps of the 58-step flow it teaches, done or not."""
     clouds = LabClouds()
     user = _user(clouds)
-    records = Progress(clouds.home, user).all()
-    table = Table(title=f"the novalab course ({user})", title_justify="left", box=None,
-                  header_style="bold")
+    records = _attempts_by_lab(clouds)
+    table = Table(title=f"the novalab course ({escape(user)})", title_justify="left",
+                  box=None, header_style="bold")
     for column in ("lab", "title", "steps of the 58", "modern steps", "needs", "state"):
         table.add_column(column)
     for lab in labs():
-        record = records.get(lab.name, {})
-        state = "[green]done[/]" if record.get("done") else \
-            "started" if record.get("started") and not record.get("finished") else "-"
+        tried = records.get(lab.name, [])
+        state = "[green]done[/]" if any(a["passed_at"] for a in tried) else \
+            "started" if any(not a["finished_at"] for a in tried) else "-"
         table.add_row(lab.number, lab.title, lab.step_groups, lab.modern_groups,
                       lab.needs_text, state)
     out.print(table)
+
+
+def _attempts_by_lab(clouds: LabClouds) -> dict[str, list[dict]]:
+    """The learner's attempts (newest first) by lab, from the running cloud's lab service;
+    none when no cloud runs (the record is the cloud's)."""
+    try:
+        cloud = clouds.current()
+    except CloudError:
+        return {}
+    try:
+        service = LabService(cloud.auth_url, *_learner(cloud))
+        found = service.attempts()["attempts"]
+        service.close()
+    except ServiceError:
+        return {}
+    by_lab: dict[str, list[dict]] = {}
+    for attempt in found:
+        by_lab.setdefault(attempt["lab"], []).append(attempt)
+    return by_lab
 
 
 @lab_group.command("start")
@@ -144,20 +181,25 @@ def lab_start(name, cloud_kind, state_dir):
         _fail(str(exc))
     if cloud_kind == "running":
         _check_running_shape(lab, cloud)
-    ctx = _context(lab, clouds, cloud)
-    ctx.workdir.mkdir(parents=True, exist_ok=True)
-    prepare = lab.module("prepare")
-    if prepare is not None and hasattr(prepare, "start"):
-        prepare.start(ctx)
-    Progress(clouds.home, ctx.user).started(lab.name, str(cloud.state_dir))
+    user = _learner(cloud)[0]
+    workdir = _workdir(clouds, lab)
+    workdir.mkdir(parents=True, exist_ok=True)
+    service = _service(cloud)
+    try:
+        with err.status(f"Preparing {lab.name}..."):
+            service.start(lab.name, workdir)
+    except ServiceError as exc:
+        _fail(str(exc))
+    names = lab.rendered_names(user)
     _markdown(f"# {lab.number} {lab.title}\n\n{lab.summary}\n\n"
               f"**Steps of the 58-step flow:** {lab.step_groups}"
               + (f"; **of today's boot (modern):** {lab.modern_groups}" if lab.modern_steps
                  else ""))
-    if ctx.names:
-        out.print("names to use: " + ", ".join(f"{k} [bold]{v}[/]" for k, v in ctx.names.items()))
-    out.print(f"cloud: {cloud.kind} ({cloud.state_dir}), user {ctx.user}; your folder: "
-              f"{ctx.workdir}")
+    if names:
+        out.print("names to use: " + ", ".join(f"{k} [bold]{escape(v)}[/]"
+                                               for k, v in names.items()))
+    out.print(f"cloud: {cloud.kind} ({escape(str(cloud.state_dir))}), user {escape(user)}; "
+              f"your folder: {escape(str(workdir))}")
     if cloud.web:
         out.print(f"trace page: {cloud.web}")
     out.print(f'ready in {time.monotonic() - started:.1f} s. For the openstack CLI: '
@@ -172,10 +214,8 @@ def _reshape(lab, clouds: LabClouds) -> None:
     wanted = clouds.lab_dir_for(lab.computes)
     if running is None or (running[0] == wanted and running[1] == LAB_CLOUD_ARGS):
         return
-    here = str(running[0].absolute())
-    busy = sorted(name for name, record in Progress(clouds.home, _user(clouds)).all().items()
-                  if name != lab.name and record.get("started") and not record.get("finished")
-                  and str(Path(record.get("cloud") or "").absolute()) == here)
+    busy = sorted(name for name, tried in _attempts_by_lab(clouds).items()
+                  if name != lab.name and any(not a["finished_at"] for a in tried))
     hosts = f"{lab.computes} compute host" + ("s" if lab.computes > 1 else "")
     if busy:
         _fail(f"{lab.name} runs on a lab cloud of {hosts}, and the lab cloud now runs in "
@@ -259,14 +299,14 @@ def lab_hint(name):
     """One more hint (each call shows the next)."""
     lab = _lab(name)
     clouds = LabClouds()
-    ctx = _context(lab, clouds)
-    progress = Progress(clouds.home, ctx.user)
+    user = _user(clouds)
+    progress = Progress(clouds.home, user)
     if not lab.hints:
         _fail(f"{lab.name} has no hints")
     seen = progress.lab(lab.name).get("hints", 0)
     shown = min(seen, len(lab.hints) - 1)
     progress.update(lab.name, hints=shown + 1)
-    _markdown(lab.render(lab.hints[shown], ctx.user))
+    _markdown(lab.render(lab.hints[shown], user))
     out.print(f"hint {shown + 1} of {len(lab.hints)}")
 
 
@@ -279,20 +319,27 @@ def lab_grade(name, watch, interval):
     pass."""
     lab = _lab(name)
     clouds = LabClouds()
+    cloud = _current_cloud(clouds)
+    user = _learner(cloud)[0]
+    service = _service(cloud)
     while True:
-        ctx = _context(lab, clouds)
-        results = grade(ctx)
-        for result in results:
-            mark = "[yellow]SKIP[/]" if result.skipped else \
-                "[green]PASS[/]" if result.passed else "[red]FAIL[/]"
+        try:
+            files = artifacts(lab, user, _workdir(clouds, lab))
+            result = service.grade(lab.name, files)
+        except ServiceError as exc:
+            _fail(str(exc))
+        checks = result["checks"]
+        for check in checks:
+            mark = "[yellow]SKIP[/]" if check["skipped"] else \
+                "[green]PASS[/]" if check["passed"] else "[red]FAIL[/]"
             # soft_wrap: one line per check and one per reason, however narrow the
             # terminal (or a pipe): graders and scripts read them line by line. The
             # texts are escaped: a reason may quote `[call METHOD]` or a list.
-            out.print(f"{mark}  {escape(result.text)}"
-                      + (f"\n      {escape(result.why)}" if result.why else ""), soft_wrap=True)
-        passed = bool(results) and all(r.passed for r in results)
-        Progress(clouds.home, ctx.user).graded(lab.name, passed, [r.to_dict() for r in results])
-        out.print(f"{sum(r.passed for r in results)}/{len(results)} checks pass"
+            out.print(f"{mark}  {escape(check['check'])}"
+                      + (f"\n      {escape(check['why'])}" if check["why"] else ""),
+                      soft_wrap=True)
+        passed = result["passed"]
+        out.print(f"{sum(c['passed'] for c in checks)}/{len(checks)} checks pass"
                   + (f": {lab.name} done" if passed else ""))
         if passed or not watch:
             sys.exit(0 if passed else 1)
@@ -310,9 +357,13 @@ def lab_answer(name, key, value):
         _fail(f"{lab.name} asks no question {key!r}; its questions: "
               + (", ".join(f"{k} ({q})" for k, q in lab.questions.items()) or "none"))
     clouds = LabClouds()
-    ctx = _context(lab, clouds)
-    Progress(clouds.home, ctx.user).answer(lab.name, key, " ".join(value))
-    out.print(f"{key}: {' '.join(value)} (recorded; `novalab lab grade {lab.number}` checks it)")
+    service = _service(_current_cloud(clouds))
+    try:
+        service.answer(lab.name, key, " ".join(value))
+    except ServiceError as exc:
+        _fail(str(exc))
+    out.print(f"{escape(key)}: {escape(' '.join(value))} (recorded; `novalab lab grade "
+              f"{lab.number}` checks it)")
 
 
 @lab_group.command("solution")
@@ -330,51 +381,44 @@ def lab_status():
     try:
         cloud = clouds.current()
     except CloudError as exc:
-        out.print(f"cloud: none ({exc})")
+        out.print(f"cloud: none ({escape(str(exc))}){escape(_died(clouds))}")
         return
     user = _learner(cloud)[0]
-    out.print(f"cloud: {cloud.kind} at {cloud.state_dir} (keystone {cloud.auth_url})")
+    out.print(f"cloud: {cloud.kind} at {escape(str(cloud.state_dir))} (keystone "
+              f"{escape(cloud.auth_url)})")
     if cloud.web:
-        out.print(f"trace page: {cloud.web}")
-    out.print(f"learner: {user} (progress in {clouds.home / 'progress.json'})")
-    for lab in labs():
-        record = Progress(clouds.home, user).lab(lab.name)
-        if not record.get("started"):
-            continue
-        grades = record.get("grades", [])
-        last = grades[-1] if grades else None
-        state = "done" if record.get("done") else "finished" if record.get("finished") else \
+        out.print(f"trace page: {escape(cloud.web)}")
+    out.print(f"learner: {escape(user)} (attempts and grades are kept by the cloud's lab "
+              "service)")
+    for lab_name, tried in sorted(_attempts_by_lab(clouds).items()):
+        attempt = tried[0]
+        lab = find(lab_name)
+        last = attempt["last_grade"]
+        state = "done" if attempt["passed_at"] else "finished" if attempt["finished_at"] else \
             "in progress"
-        out.print(f"  {lab.name}: {state}, step {record.get('step', 0)} of "
-                  f"{len(lab.guide_steps)}"
-                  + (f", last grade {sum(c['passed'] for c in last['checks'])}/"
-                     f"{len(last['checks'])}" if last else ""))
+        step = Progress(clouds.home, user).lab(lab.name).get("step", 0)
+        out.print(f"  {lab.name}: {state}, step {step} of {len(lab.guide_steps)}"
+                  + (f", last grade {last['checks_passed']}/{last['checks']}" if last else "")
+                  + (f", {len(tried)} attempts" if len(tried) > 1 else ""))
 
 
-def _finish(lab, clouds: LabClouds) -> dict:
-    ctx = _context(lab, clouds)
-    prepare = lab.module("prepare")
-    if prepare is not None and hasattr(prepare, "finish"):
-        prepare.finish(ctx)
-    _clear_faults(ctx)
-    removed = cleanup.remove_all(ctx)
-    if ctx.workdir.exists():
+def _finish(lab, clouds: LabClouds, cloud) -> dict:
+    """Have the lab service remove what the learner made for ``lab`` and end the attempt;
+    then the learner's own lab folder goes. Returns the service's answer."""
+    service = _service(cloud)
+    try:
+        done = service.finish(lab.name)
+    except ServiceError as exc:
+        if exc.status != 404:  # 404: no attempt in progress, nothing to remove there
+            _fail(str(exc))
+        done = {"removed": {}, "in_progress": service.attempts()["in_progress"]}
+    workdir = _workdir(clouds, lab)
+    if workdir.exists():
         import shutil
 
-        shutil.rmtree(ctx.workdir)
-    Progress(clouds.home, ctx.user).update(lab.name, finished=time.time())
-    return removed
-
-
-def _clear_faults(ctx: Context) -> None:
-    """Clear the fault knobs the lab injects (every learner on the cloud would meet them)."""
-    if not ctx.lab.faults:
-        return
-    from novalab.reference.common.faults import Faults
-
-    faults = Faults(ctx.cloud.state_dir)
-    for name in ctx.lab.faults:
-        faults.clear(name)
+        shutil.rmtree(workdir)
+    Progress(clouds.home, _learner(cloud)[0]).forget(lab.name)
+    return done
 
 
 @lab_group.command("finish")
@@ -385,20 +429,18 @@ def lab_finish(name, keep_cloud):
     your lab folder); stop the lab cloud when no other lab is in progress."""
     lab = _lab(name)
     clouds = LabClouds()
-    try:
-        cloud = clouds.current()
-    except CloudError as exc:
-        _fail(str(exc))
+    cloud = _current_cloud(clouds)
     with err.status(f"Removing what {lab.name} made..."):
-        removed = _finish(lab, clouds)
-    out.print("removed: " + ("; ".join(f"{kind}: {', '.join(names)}"
+        done = _finish(lab, clouds, cloud)
+    removed = done["removed"]
+    out.print("removed: " + ("; ".join(f"{kind}: {escape(', '.join(names))}"
                                        for kind, names in removed.items()) or "nothing"))
-    user = _learner(cloud)[0]
-    busy = [n for n, r in Progress(clouds.home, user).all().items()
-            if r.get("started") and not r.get("finished")]
-    if cloud.kind == "lab" and not busy and not keep_cloud:
+    if cloud.kind == "lab" and not done["in_progress"] and not keep_cloud:
         clouds.stop()
         out.print("the lab cloud is stopped (`novalab lab start` brings it back)")
+    elif cloud.kind == "lab" and done["in_progress"] and not keep_cloud:
+        out.print(f"the lab cloud keeps running: {done['in_progress']} attempt(s) at labs "
+                  "are in progress on it (`novalab lab stop` stops it anyway)")
 
 
 @lab_group.command("reset")
@@ -414,8 +456,7 @@ def lab_reset(click_ctx, name):
     except CloudError:
         pass
     if cloud is not None:
-        _finish(lab, clouds)
-        Progress(clouds.home, _learner(cloud)[0]).forget(lab.name)
+        _finish(lab, clouds, cloud)
     click_ctx.invoke(lab_start, name=name, cloud_kind="running" if cloud and
                      cloud.kind == "running" else "lab", state_dir=None)
 

@@ -1,10 +1,10 @@
-"""Where each learner is in the course: kept per OS user and per keystone user.
+"""Where a learner is in a lab's guide: the step they read and the hints they saw.
 
-The file is ``LAB_HOME/progress.json`` (``LAB_HOME`` is per OS user, see
-``cloud.lab_home``), keyed by the keystone user the learner works as, so a
-class sharing one cloud (each learner their own keystone user) and one
-machine account still keeps everyone's progress apart. Every change is one
-locked read-modify-write, so two terminals of one learner never lose a line.
+This is the terminal's cursor, kept per OS user (``LAB_HOME/progress.json``,
+see ``cloud.lab_home``) and keyed by the keystone user the learner works as.
+What counts (attempts, answers, grades, who passed) is the cloud's, kept by
+its lab service (``novalab.labs.service``) where no learner can edit it. Every
+change is one locked read-modify-write, so two terminals never lose a line.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import contextlib
 import fcntl
 import json
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,35 +40,14 @@ class Progress:
             return {}
 
     def lab(self, name: str) -> dict:
-        """This learner's record of one lab (empty if never started)."""
+        """This learner's place in one lab (``step``, ``hints``; empty if none)."""
         return self._read().get(self.user, {}).get(name, {})
-
-    def all(self) -> dict[str, dict]:
-        return self._read().get(self.user, {})
 
     def update(self, name: str, **changes) -> dict:
         with self._edit() as data:
             record = data.setdefault(self.user, {}).setdefault(name, {})
             record.update(changes)
             return dict(record)
-
-    def started(self, name: str, cloud: str) -> None:
-        self.update(name, started=time.time(), cloud=cloud, step=0, hints=0, done=False,
-                    finished=None)
-
-    def answer(self, name: str, key: str, value: str) -> None:
-        with self._edit() as data:
-            record = data.setdefault(self.user, {}).setdefault(name, {})
-            record.setdefault("answers", {})[key] = value
-
-    def graded(self, name: str, passed: bool, lines: list[dict]) -> None:
-        with self._edit() as data:
-            record = data.setdefault(self.user, {}).setdefault(name, {})
-            record.setdefault("grades", []).append({"time": time.time(), "passed": passed,
-                                                    "checks": lines})
-            record["grades"] = record["grades"][-20:]
-            if passed:
-                record["done"] = True
 
     def forget(self, name: str) -> None:
         with self._edit() as data:

@@ -122,7 +122,7 @@ def _filter_file(ctx) -> Path:
 def filter_enabled(ctx):
     path = _filter_file(ctx)
     conf = parse(ctx.cloud.state_dir / CONF_NAME)
-    if ctx.workdir.absolute() not in [d.absolute() for d in conf.filter_dirs]:
+    if ctx.learner_folder.absolute() not in [d.absolute() for d in conf.filter_dirs]:
         raise Fail("filter_dirs in nova.conf does not name your lab folder any more: "
                    "`novalab lab start 04` sets it again")
     try:
@@ -139,7 +139,9 @@ def filter_enabled(ctx):
 
 @check("{pinned} landed on a host your filter passed, and your filter rejected another")
 def pinned_by_filter(ctx):
-    path = _filter_file(ctx).resolve()
+    _filter_file(ctx)
+    # The scheduler ran it from the learner's own folder; the grade reads a copy.
+    path = (ctx.learner_folder / ctx.names["filter_file"]).resolve()
     server = _active(ctx, "pinned", "boot it once your filter is enabled (step 5)")
     name = server["name"]
     mine = [e for e in _events(_schedule(ctx, "pinned"), "filter")

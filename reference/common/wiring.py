@@ -58,6 +58,7 @@ STANDARD_PORTS = {
     "metadata-proxy": 8780,    # neutron-metadata-proxy, standing for 169.254.169.254:80
     "ceph-mon": 6789,
     "ceph-rgw": 7480,
+    "labs": 8790,              # novalab's lab service (labs/service/), `serve` only
 }
 
 

@@ -63,13 +63,19 @@ class CloudClient:
             "scope": {"project": {"name": project, "domain": {"id": "default"}}}}}
         response = self._check(self.http.post(f"{self.auth_url}/auth/tokens", json=body), 201)
         token = response.json()["token"]
-        self.token = response.headers["X-Subject-Token"]
-        self.project_id = token["project"]["id"]
+        self.adopt(response.headers["X-Subject-Token"], token)
+        return token
+
+    def adopt(self, token_id: str, token: dict) -> None:
+        """Act with ``token_id``, whose body (with its catalog) is ``token``: a service
+        acting for the user who sent it."""
+        self.token = token_id
+        self.project_id = (token.get("project") or {}).get("id")
+        self.catalog = {}
         for service in token.get("catalog", []):
             for endpoint in service["endpoints"]:
                 if endpoint["interface"] == "public":
                     self.catalog[service["type"]] = endpoint["url"].rstrip("/")
-        return token
 
     def endpoint(self, service_type: str) -> str:
         try:

@@ -28,6 +28,7 @@ USERS = {
     "cinder": {"project": "service", "roles": ["service"]},
     "placement": {"project": "service", "roles": ["service"]},
     "swift": {"project": "service", "roles": ["service"]},  # ceph-rgw's keystone user
+    "labs": {"project": "service", "roles": ["service"]},  # the lab service (novalab's own)
 }
 
 FLAVORS = [

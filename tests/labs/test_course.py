@@ -8,7 +8,6 @@ in subprocesses, on one lab home (the lab cloud binds the standard ports).
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -111,8 +110,19 @@ def test_lab_from_start_to_finish(learner, name):
     novalab(learner, "lab", "finish", name, "--keep-cloud")
     timing["finish"] = time.monotonic() - began
     _assert_nothing_left(learner, lab)
-    progress = json.loads((Path(learner["NOVALAB_LAB_HOME"]) / "progress.json").read_text())
-    assert progress["demo"][name]["done"] is True
+    _assert_recorded_passed(learner, lab)
+
+
+def _assert_recorded_passed(env, lab):
+    """The cloud's lab service, not a file of the learner's, records the pass."""
+    from novalab.labs.client import LabService
+    from novalab.labs.cloud import LabClouds
+
+    cloud = LabClouds(Path(env["NOVALAB_LAB_HOME"])).current()
+    service = LabService(cloud.auth_url, "demo", cloud.os_env["OS_PASSWORD"], "demo")
+    attempts = service.attempts(lab=lab.name)["attempts"]
+    service.close()
+    assert attempts[0]["passed_at"] and attempts[0]["finished_at"], attempts[0]
 
 
 def _assert_nothing_left(env, lab):

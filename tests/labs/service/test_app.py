@@ -1,0 +1,133 @@
+"""The lab service: the course's records and grading inside the cloud, behind keystone.
+
+One learner reaches only their own attempts; the teacher (an admin) everyone's;
+every body is validated; a new attempt starts clean."""
+
+from __future__ import annotations
+
+import base64
+
+import httpx
+import pytest
+from conftest import make_cloud
+
+from novalab.labs.client import LabService, ServiceError
+from novalab.labs.service.build import lab_service
+from novalab.reference.common.credentials import PERSONA_PASSWORD
+
+
+@pytest.fixture(scope="module")
+def cloud(tmp_path_factory):
+    with make_cloud(tmp_path_factory.mktemp("labs")) as running:
+        lab_service(running.wiring, running.keystone)
+        yield running
+    running.telemetry.shutdown()
+
+
+def _session(cloud, user: str, project: str | None = None) -> LabService:
+    password = cloud.config.credentials.password_for(user)
+    return LabService(f"{cloud.identity_url}", user, password, project or user)
+
+
+@pytest.fixture(scope="module")
+def demo(cloud):
+    session = _session(cloud, "demo")
+    yield session
+    session.close()
+
+
+@pytest.fixture(scope="module")
+def alt(cloud):
+    session = _session(cloud, "alt_demo")
+    yield session
+    session.close()
+
+
+def test_the_catalog_names_the_service_and_the_course_is_served(demo):
+    assert demo.url.endswith("/v1")
+    names = [lab["name"] for lab in demo.course()]
+    assert names[0] == "00-orientation" and "13-safe-to-share" in names
+
+
+def test_a_learner_reaches_only_their_own_attempts(cloud, demo, alt):
+    demo.start("02-the-api", cloud.config.state_dir / "demo-work")
+    alt.start("02-the-api", cloud.config.state_dir / "alt-work")
+    demo.answer("02-the-api", next(iter(_questions(demo, "02-the-api"))), "from demo")
+    mine = demo.attempts()["attempts"]
+    assert {a["user_name"] for a in mine} == {"demo"}
+    assert {a["user_name"] for a in alt.attempts()["attempts"]} == {"alt_demo"}
+    # alt's "current" attempt is alt's own: demo's answer is not in it
+    assert alt.current("02-the-api")["answers"] == {}
+    with pytest.raises(ServiceError) as refused:
+        demo.attempts(everyone=True)
+    assert refused.value.status == 403
+    admin = _session(cloud, "admin")
+    everyone = admin.attempts(everyone=True)["attempts"]
+    assert {"demo", "alt_demo"} <= {a["user_name"] for a in everyone}
+    admin.close()
+
+
+def _questions(session, lab):
+    return next(entry["questions"] for entry in session.course() if entry["name"] == lab)
+
+
+def test_a_grade_runs_in_the_cloud_and_is_recorded(cloud, demo):
+    demo.start("00-orientation", cloud.config.state_dir / "demo-work")
+    files = {"sequence.html": base64.b64encode(b"<html>nothing</html>").decode()}
+    grade = demo.grade("00-orientation", files)
+    assert grade["passed"] is False
+    failing = [c for c in grade["checks"] if not c["passed"]]
+    assert failing and all(c["why"] for c in failing)
+    assert any("lab00-demo-vm" in c["why"] for c in failing)
+    recorded = demo.current("00-orientation")["last_grade"]
+    assert recorded["checks"] == len(grade["checks"]) and not recorded["passed"]
+
+
+def test_finishing_says_whether_others_are_still_at_work(cloud, demo, alt):
+    demo.start("05-images-and-ceph", cloud.config.state_dir / "demo-work")
+    alt.start("05-images-and-ceph", cloud.config.state_dir / "alt-work")
+    done = demo.finish("05-images-and-ceph")
+    assert done["in_progress"] >= 1  # alt's attempt at least
+    assert demo.current("05-images-and-ceph") is None
+    assert alt.current("05-images-and-ceph") is not None
+    alt.finish("05-images-and-ceph")
+
+
+def test_a_new_attempt_starts_with_no_answers(cloud, demo):
+    lab = "03-messaging"
+    demo.start(lab, cloud.config.state_dir / "demo-work")
+    key = next(iter(_questions(demo, lab)))
+    demo.answer(lab, key, "an old answer")
+    demo.finish(lab)
+    fresh = demo.start(lab, cloud.config.state_dir / "demo-work")
+    assert fresh["answers"] == {}
+    demo.finish(lab)
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status"), [
+    ("PUT", "/labs/02-the-api/attempts/current/answers/nope", {"answer": "x"}, 400),
+    ("PUT", "/labs/02-the-api/attempts/current/answers/status", {"answer": "x" * 256}, 400),
+    ("PUT", "/labs/02-the-api/attempts/current/answers/status", {"answer": 1}, 400),
+    ("POST", "/labs/99-nothing/attempts", {"attempt": {}}, 404),
+    ("POST", "/labs/02-the-api/attempts", {"attempt": {"user_id": "someone"}}, 400),
+    ("POST", "/labs/02-the-api/attempts/current/grade", {"files": {"../x": "AA=="}}, 400),
+    ("POST", "/labs/02-the-api/attempts/current/grade", {"files": {"/etc/x": "AA=="}}, 400),
+    ("POST", "/labs/02-the-api/attempts/current/grade", {"files": {"a": "not base64!"}}, 400),
+    ("POST", "/labs/02-the-api/attempts/current/finish", {"force": True}, 400),
+])
+def test_bad_bodies_are_refused_in_keystones_error_shape(demo, method, path, body, status):
+    response = demo.http.request(method, f"{demo.url}{path}", json=body,
+                                 headers={"X-Auth-Token": demo.token})
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == status and error["message"]
+
+
+def test_no_token_or_an_unscoped_one_gets_nothing(cloud, demo):
+    assert httpx.get(f"{demo.url}/attempts").status_code == 401
+    unscoped = httpx.post(f"{cloud.identity_url}/auth/tokens", json={"auth": {"identity": {
+        "methods": ["password"], "password": {"user": {
+            "name": "demo", "domain": {"id": "default"}, "password": PERSONA_PASSWORD}}}}})
+    token = unscoped.headers["X-Subject-Token"]
+    answer = httpx.get(f"{demo.url}/attempts", headers={"X-Auth-Token": token})
+    assert answer.status_code == 403

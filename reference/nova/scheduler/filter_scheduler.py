@@ -143,11 +143,13 @@ class FilterScheduler:
 
     @staticmethod
     def _no_host_reason(spec: dict, results) -> str:
-        """Upstream's reason, and which filter left no host (upstream logs that part)."""
+        """Upstream's reason ("There are not enough hosts available."), then a sentence
+        only novalab adds, ``Filter X returned 0 hosts.``: upstream writes it to
+        nova-scheduler's log (``nova/filters.py``), never into the fault."""
         summary = [f"{name}: (start: {start}, end: {end})" for name, start, end in results]
         LOG.info("Filtering removed all hosts for the request with instance ID '%s'. "
                  "Filter results: %s", ",".join(spec.get("instance_uuids") or ()), summary)
         reason = "There are not enough hosts available."
-        if results and results[-1][1] > 0 and results[-1][2] == 0:
+        if results and results[-1][1] > 0 and results[-1][2] == 0:  # novalab's addition
             reason += f" Filter {results[-1][0]} returned 0 hosts."
         return reason

@@ -67,7 +67,8 @@ QUESTIONS = (
              "nova-scheduler claims them in placement: an allocation whose consumer is the "
              "instance (the server id), on the chosen compute node's resource provider"),
     Question("host", "Who sends the build to the host?", 12, 21,
-             "nova-scheduler casts build_and_run_instance",
+             "nova-scheduler casts the build (Grizzly's run_instance; novalab's classic "
+             "scheduler casts today's build_and_run_instance, the table's hybrid)",
              "the super conductor casts build_and_run_instance, after the instance exists "
              "in its cell"),
 )
@@ -99,20 +100,25 @@ MAPPING = (
     Pair((11,), (13, 14), MOVED,
          "The classic scheduler saved the chosen host on the instance row; today it claims "
          "the resources in placement (PUT /allocations/{instance uuid}), and the host is "
-         "written with the instance by the conductor (modern step 18).", "claim"),
+         "written on the instance by the compute host itself, its resource tracker's claim "
+         "(_set_instance_host_and_node) in its first save (modern steps 23-24): the "
+         "conductor creates the instance without one (modern step 18).", "claim"),
     Pair((), (15, 16), NEW,
          "select_destinations is a call: the destination goes back to the conductor, which "
          "buries the instance in cell0 if there is none."),
     Pair((), (17, 18, 19, 20), MOVED,
          "New home of classic step 5's row: the conductor finds the host's cell (host "
          "mapping), creates the instance there, points the mapping at the cell and deletes "
-         "the build request.", "row", moved_from=(5, 11)),
+         "the build request.", "row", moved_from=(5,)),
     Pair((12,), (21,), MOVED,
-         "build_and_run_instance is cast by the conductor, not by the scheduler.", "host"),
+         "build_and_run_instance is cast by the conductor, not by the scheduler (which, in "
+         "Grizzly, cast run_instance: the classic step is the table's hybrid).", "host"),
     Pair((13,), (22,), SAME, "The host takes build_and_run_instance off compute.<host>."),
     Pair((14, 15, 16, 17, 18), (23, 24), SAME,
          "nova-compute reads and saves the instance through the conductor (today cell1's "
-         "own conductor, which the super conductor is not)."),
+         "own conductor, which the super conductor is not; upstream through "
+         "Instance.save()'s object_action, novalab with Grizzly's instance_update). Its "
+         "first save now also records the host and node (the resource tracker's claim)."),
     Pair(tuple(range(26, 39)), (25,), SAME,
          "The network: today's table draws only nova-compute's request; Neutron's agents "
          "work as the classic steps draw. Real Nova builds networks and volumes "

@@ -48,6 +48,7 @@ def code_attributes(path: str, qualname: str, ref: str = "master") -> dict[str, 
 
 
 def upstream(path: str, qualname: str, *, ref: str = "master",
+             placement_ref: str | None = None,
              kind: trace.SpanKind = trace.SpanKind.INTERNAL,
              name: str | None = None, stand_in: str | None = None):
     """Decorate a method so each call is a span standing for upstream ``qualname``.
@@ -55,17 +56,22 @@ def upstream(path: str, qualname: str, *, ref: str = "master",
     The span is named ``qualname`` unless ``name`` is given. ``stand_in`` marks
     work upstream never does (``novalab.stand_in`` says what upstream does
     instead): ``qualname`` is then only the closest upstream function, not a
-    description of the span.
+    description of the span. ``placement_ref`` is the release to link instead when
+    the object schedules with placement (its ``uses_placement`` is true: the modern
+    topology), for a seam whose code changed when Nova did so: a span links the
+    release whose code does what the span does.
     """
     static = code_attributes(path, qualname, ref)
+    placed = code_attributes(path, qualname, placement_ref) if placement_ref else static
     if stand_in is not None:
-        static[attr.NOVALAB_STAND_IN] = stand_in
+        static[attr.NOVALAB_STAND_IN] = placed[attr.NOVALAB_STAND_IN] = stand_in
     span_name = name or qualname
 
     def decorate(func):
         @functools.wraps(func)
         def wrapper(self, *args, **kwargs):
-            with self.tracer.start_as_current_span(span_name, kind=kind, attributes=static):
+            attributes = placed if getattr(self, "uses_placement", False) else static
+            with self.tracer.start_as_current_span(span_name, kind=kind, attributes=attributes):
                 return func(self, *args, **kwargs)
 
         wrapper.__upstream__ = static[attr.CODE_FUNCTION_NAME]

@@ -129,15 +129,20 @@ def _call_name(node: ast.Call) -> str | None:
     return func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
 
 
-def _link(node: ast.AST, names: dict, where: str) -> Link | None:
-    """The link ``node`` makes, if it makes one: a call to ``upstream`` or
-    ``code_attributes``, or a literal dict of ``attr.CODE_FUNCTION_NAME`` and
-    ``attr.UPSTREAM_URL`` (cloud-init's ``READ_V2``, ceph's ``rgw_op``). ValueError
-    names an argument that is neither a literal nor in ``names``."""
+def _links(node: ast.AST, names: dict, where: str) -> list[Link]:
+    """The links ``node`` makes: a call to ``upstream`` or ``code_attributes`` (with
+    ``placement_ref``, a second link, the modern topology's), or a literal dict of
+    ``attr.CODE_FUNCTION_NAME`` and ``attr.UPSTREAM_URL`` (cloud-init's ``READ_V2``,
+    ceph's ``rgw_op``). ValueError names an argument that is neither a literal nor in
+    ``names``."""
     if isinstance(node, ast.Call) and _call_name(node) in LINK_CALLS:
         path, qualname = (_value(arg, names) for arg in node.args[:2])
-        ref = next((_value(k.value, names) for k in node.keywords if k.arg == "ref"), "master")
-        return Link(parse_url(upstream_url(path, ref), {})[0], ref, path, qualname, where)
+        keywords = {k.arg: k.value for k in node.keywords}
+        refs = [_value(keywords["ref"], names) if "ref" in keywords else "master"]
+        if "placement_ref" in keywords:
+            refs.append(_value(keywords["placement_ref"], names))
+        return [Link(parse_url(upstream_url(path, ref), {})[0], ref, path, qualname, where)
+                for ref in refs]
     if isinstance(node, ast.Dict):
         keys = {key.attr: value for key, value in zip(node.keys, node.values, strict=True)
                 if isinstance(key, ast.Attribute)}
@@ -148,8 +153,8 @@ def _link(node: ast.AST, names: dict, where: str) -> Link | None:
                 raise ValueError(url)
             repo, ref, path = parsed
             function = _value(keys["CODE_FUNCTION_NAME"], names)
-            return Link(repo, ref, path, qualname_of(function, path), where)
-    return None
+            return [Link(repo, ref, path, qualname_of(function, path), where)]
+    return []
 
 
 def _callers(function: ast.FunctionDef, calls: list[ast.Call], names: dict):
@@ -179,17 +184,17 @@ def _module_links(tree: ast.Module, relative: Path) -> tuple[list[Link], list[st
         for child in ast.iter_child_nodes(node):
             where = f"{relative}:{getattr(child, 'lineno', 0)}"
             try:
-                found = [_link(child, constants, where)]
+                found = _links(child, constants, where)
             except ValueError as exc:
                 # A helper's parameter (``_span(tracer, qualname)``): resolve it at
                 # each call of the helper in this module.
                 found = []
                 for line, names in _callers(function, calls, constants) if function else ():
                     with contextlib.suppress(ValueError):
-                        found.append(_link(child, names, f"{relative}:{line}"))
+                        found.extend(_links(child, names, f"{relative}:{line}"))
                 if not found:
                     unresolved.append(f"{where}: cannot read the link's argument {exc}")
-            links.extend(link for link in found if link is not None)
+            links.extend(found)
             inner = child if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else function
             visit(child, inner)
 

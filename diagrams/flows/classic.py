@@ -168,6 +168,11 @@ NOTES = {
        "table (is each nova-compute up and enabled?) and the per-host usage of instances.",
     11: "The scheduler saves only the chosen host and node on the instance (Grizzly's "
         "instance_update_db).",
+    12: "The table's hybrid, which no release ran: Grizzly's scheduler cast run_instance to "
+        "the host (ComputeAPI.run_instance); build_and_run_instance came in Havana and was "
+        "first sent in Juno, by the conductor (ComputeTaskManager.build_instances), once it "
+        "called select_destinations. novalab's classic scheduler casts today's method so "
+        "that one compute manager serves both topologies.",
     13: "The compute host consumes from its own topic, compute.<host>.",
     14: "nova-compute never opens the database: every read and save of the instance is an "
         "rpc.call to nova-conductor (since Grizzly). 14 is the first such call of the build, "

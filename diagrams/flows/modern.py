@@ -191,7 +191,12 @@ NOTES = {
     21: "ComputeAPI.build_and_run_instance, cast on compute.<host>. In the classic flow the "
         "scheduler sent it (classic step 12).",
     23: "nova-compute never opens a database: its reads and saves of the instance are RPC "
-        "calls to the conductor (here acting as the cell conductor).",
+        "calls to the conductor (here acting as the cell conductor). novalab names them "
+        "with Grizzly's conductor RPC (instance_get_by_uuid, instance_update); Havana added "
+        "the conductor's object_action, and upstream's compute host has saved with "
+        "Instance.save() through it since (all but a few saves by Icehouse). The first "
+        "save also records the host and node (the resource tracker's claim, "
+        "_set_instance_host_and_node).",
     25: "The ports are created (POST) and bound to the host (PUT) by nova-compute; "
         "Neutron's own steps (DHCP, L2, the vif-plugged event) are as in classic steps "
         "26-38.",
@@ -207,7 +212,9 @@ NOTES = {
     30: "Guest.launch: virDomainCreateWithFlags; the guest boots.",
     31: "LibvirtDriver.spawn's _wait_for_boot: a looping call that asks libvirt for the "
         "domain's state (get_info) until it runs.",
-    32: "The last instance save of the build: vm_state active, power_state running.",
+    32: "The last instance save of the build: vm_state active, power_state running. As in "
+        "step 23, novalab's call is Grizzly's instance_update; upstream's is "
+        "Instance.save() through the conductor's object_action.",
     34: "The client polls GET /servers/{id}; the step is its last poll, the one that saw "
         "the final state.",
     35: "nova-api looks the instance mapping up in the API database, then reads the "

@@ -147,9 +147,11 @@ NOTES = {
        "shelving_image_uploading.",
     9: "novalab's Glance keeps images in the RADOS gateway (Swift API); upstream Glance with "
        "Ceph writes an RBD image (the rbd store) instead.",
-    10: "The saves of the compute host are rpc.calls to nova-conductor (instance_update here; "
-        "upstream: Instance.save() through the conductor's object_action); the step is the "
-        "conductor's first span recording the new vm_state.",
+    10: "The saves of the compute host are rpc.calls to nova-conductor. novalab names them "
+        "with Grizzly's conductor RPC (instance_update), which predates shelve; upstream's "
+        "shelve (Havana) saved with Instance.save(), which reaches the conductor as "
+        "object_action. The step is the conductor's first span recording the new vm_state; "
+        "steps 13 and 32 are saves of the same kind.",
     11: "shelved_offload_time 0 (the default) offloads at once, in the same request; -1 "
         "keeps the server SHELVED on its host until shelveOffload (an admin's request, "
         "joined into the session too). The ports stay the server's, with their addresses: "
@@ -160,9 +162,10 @@ NOTES = {
         "through a host now.",
     14: "A second request, hence a second trace: the session joins the two (see the module "
         "docstring).",
-    16: "Since Juno unshelve goes through the conductor (ComputeTaskManager.unshelve_instance): "
-        "an offloaded server has no host to cast to. With cells (the modern topology) it is "
-        "the super conductor's; the compute host's saves go to its cell's conductor.",
+    16: "Unshelve has gone through the conductor since shelve came, in Havana "
+        "(ComputeTaskManager.unshelve_instance): an offloaded server has no host to cast "
+        "to. With cells (the modern topology) it is the super conductor's; the compute "
+        "host's saves go to its cell's conductor.",
     19: "The conductor checks the shelved image exists (event get_image_info); without it "
         "the server goes to ERROR.",
     20: "An rpc.call: the conductor waits for the hosts. On the modern topology the scheduler "

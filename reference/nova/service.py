@@ -92,7 +92,7 @@ def _compute_task_manager(w: Wiring, service: str, host: str) -> ComputeTaskMana
     cell_db_handles, report_client = _modern_parts(w, service, db, http, tracer)
     return ComputeTaskManager(
         db, GlanceImageServiceV2(w.urls["glance"], http, tracer),
-        SchedulerAPI(w.transport(), tracer),
+        SchedulerAPI(w.transport(), tracer, uses_placement=report_client is not None),
         ComputeRPCAPI(w.transport(cell_transport_url(w)), tracer), tracer, host,
         cells=cell_db_handles, report_client=report_client)
 

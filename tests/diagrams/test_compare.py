@@ -139,3 +139,15 @@ def test_the_page_renders_in_chromium_and_lists_the_moved_steps(tmp_path):
         assert sorted(map(int, ids)) == list(range(1, len(flow.steps) + 1))
     for question in compare.QUESTIONS:
         assert f'href="#modern-{question.modern_step}"' in dom
+
+
+def test_the_host_on_the_instance_is_the_compute_hosts_save_not_the_conductors():
+    """Classic step 11 (the scheduler saves the host) did not move to the conductor:
+    today the compute host's resource tracker records host and node in its first save."""
+    rows = [p for p in compare.MAPPING if 11 in p.classic or 11 in p.moved_from]
+    assert rows
+    for pair in rows:
+        sources = {MODERN.step(n).source for n in pair.modern}
+        assert "Nova-super-conductor" not in sources, pair
+    (claim,) = [p for p in rows if 11 in p.classic]
+    assert "resource tracker" in claim.note and "modern steps 23-24" in claim.note

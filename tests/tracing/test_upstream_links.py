@@ -57,6 +57,18 @@ def test_span_attributes_make_a_link():
     assert "is not the linked" in span_link(elsewhere, INDEX, "s")
 
 
+def test_a_placement_ref_is_a_second_link_the_source_makes(tmp_path):
+    """A seam linked per topology is checked at both releases."""
+    module = tmp_path / "reference" / "nova" / "x.py"
+    module.parent.mkdir(parents=True)
+    module.write_text('@upstream("nova/scheduler/manager.py", '
+                      '"SchedulerManager.select_destinations", ref="newton-eol", '
+                      'placement_ref="pike-eol")\ndef f(self): pass\n')
+    links, unresolved = source_links(tmp_path)
+    assert unresolved == []
+    assert sorted(link.ref for link in links) == ["newton-eol", "pike-eol"]
+
+
 def test_every_link_in_the_source_exists_upstream():
     links, unresolved = source_links(ROOT)
     assert unresolved == []
@@ -66,12 +78,23 @@ def test_every_link_in_the_source_exists_upstream():
                                                  "with scripts/upstream_index.py"])
 
 
-@pytest.mark.parametrize("topology", ["classic", "modern"])
-def test_every_link_in_a_boot_trace_exists_upstream(cloud_factory, topology):
-    result = boot(cloud_factory(topology=topology), BootRequest(name="upstream-links"))
+@pytest.fixture(scope="module", params=["classic", "modern"])
+def booted(request, tmp_path_factory):
+    """``(topology, spans)`` of one boot on an embedded cloud wired that way."""
+    from conftest import make_cloud
+
+    with make_cloud(tmp_path_factory.mktemp(request.param),
+                    topology=request.param) as cloud:
+        result = boot(cloud, BootRequest(name="upstream-links"))
+    cloud.telemetry.shutdown()
     assert result.active, result.server
+    return request.param, result.spans
+
+
+def test_every_link_in_a_boot_trace_exists_upstream(booted):
+    _topology, spans = booted
     links, problems = [], []
-    for span in result.spans:
+    for span in spans:
         if attr.UPSTREAM_URL in span.attributes:
             found = span_link(dict(span.attributes), INDEX, span.name)
             (links if isinstance(found, Link) else problems).append(found)
@@ -80,7 +103,34 @@ def test_every_link_in_a_boot_trace_exists_upstream(cloud_factory, topology):
     assert problems == [], "\n".join(sorted(set(problems)))
     # Upstream never reads an image through the RADOS gateway: the span says so and
     # links to the closest upstream function instead of pretending.
-    download = next(s for s in result.spans if s.name == "rgw_download")
+    download = next(s for s in spans if s.name == "rgw_download")
     assert download.attributes[attr.CODE_FUNCTION_NAME] == \
         "nova.image.glance.GlanceImageServiceV2.rbd_download"
     assert "upstream Nova never does" in download.attributes[attr.NOVALAB_STAND_IN]
+
+
+# Nova scheduled with placement from Pike on (allocation candidates, the scheduler's
+# claims); Newton's scheduler read every host and claimed nothing.
+PRE_PLACEMENT = {"newton-eol", "mitaka-eol", "liberty-eol", "kilo-eol", "juno-eol"}
+SCHEDULING = ("SchedulerAPI.select_destinations", "SchedulerManager.select_destinations",
+              "FilterScheduler.select_destinations", "FilterScheduler._schedule",
+              "HostManager.get_all_host_states", "ComputeTaskManager._schedule_instances")
+
+
+def test_scheduling_spans_link_the_release_whose_code_does_what_they_do(booted):
+    """The classic chain's scheduler links Newton's (it reads every host, claims nothing);
+    the modern chain's, which asks placement and claims there, links Pike's."""
+    topology, spans = booted
+    refs = {}
+    for span in spans:
+        if span.name in SCHEDULING:
+            found = span_link(dict(span.attributes), INDEX, span.name)
+            refs.setdefault(span.name, set()).add(found.ref)
+    if topology == "classic":
+        assert refs == {name: {"newton-eol"} for name in SCHEDULING[2:5]}
+    else:
+        assert refs == {name: {"pike-eol"} for name in SCHEDULING}
+        stale = sorted({f"{s.name} -> {s.attributes[attr.UPSTREAM_URL]}" for s in spans
+                        if any(f"/{ref}/" in str(s.attributes.get(attr.UPSTREAM_URL, ""))
+                               for ref in PRE_PLACEMENT)})
+        assert stale == []

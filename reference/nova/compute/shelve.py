@@ -256,14 +256,16 @@ class ShelveMixin:
         self.driver.destroy(context, instance, network_info,
                             self._get_instance_block_device_info(bdms))
         self._terminate_volume_connections(context, instance, bdms)
+        # The host holds nothing for it now: neither does placement (modern topology;
+        # upstream's ``delete_allocation_for_shelve_offloaded_instance``). As upstream,
+        # before SHELVED_OFFLOADED is saved: whoever polls for that state and then boots
+        # or unshelves finds the resources free. Unshelve claims again wherever the
+        # scheduler puts it.
+        self._delete_allocation_for_instance(context, instance)
         instance = self._instance_update(
             context, instance, expected=[task_states.SHELVING, task_states.SHELVING_OFFLOADING],
             power_state=current_power_state, vm_state=vm_states.SHELVED_OFFLOADED,
             task_state=None)
-        # The host holds nothing for it now: neither does placement (modern topology;
-        # upstream's ``delete_allocation_for_shelve_offloaded_instance``). Unshelve
-        # claims again wherever the scheduler puts it.
-        self._delete_allocation_for_instance(context, instance)
         # As upstream, a second save: no RPC may reach this instance through a host now.
         self._instance_update(context, instance, expected=None, host=None, node=None)
 

@@ -40,6 +40,7 @@ from novalab.tracing.spans import set_instance_attributes, upstream
 LOG = logging.getLogger(__name__)
 _MANAGER = "nova/conductor/manager.py"
 _CLASSIC = "newton-eol"  # the last conductor whose scheduler claimed nothing in placement
+_PLACEMENT = "pike-eol"  # the first whose scheduler claimed there (the modern topology)
 
 
 class ConductorManager:
@@ -135,7 +136,13 @@ class ComputeTaskManager:
         self.host = host
         self.events = _ActionEvents(db)
 
-    @upstream(_MANAGER, "ComputeTaskManager.unshelve_instance", ref=_CLASSIC)
+    @property
+    def uses_placement(self) -> bool:
+        """The modern topology: the spans link Pike's code (``upstream``'s placement_ref)."""
+        return self.report_client is not None
+
+    @upstream(_MANAGER, "ComputeTaskManager.unshelve_instance", ref=_CLASSIC,
+              placement_ref=_PLACEMENT)
     def unshelve_instance(self, context, instance: dict, request_spec: dict | None = None) -> None:
         """RPC endpoint (cast): a SHELVED server starts again on its host; a
         SHELVED_OFFLOADED one goes to the host the scheduler picks, which spawns it
@@ -191,7 +198,8 @@ class ComputeTaskManager:
             raise nova_exception.UnshelveException(instance_id=instance["uuid"],
                                                    reason=reason) from error
 
-    @upstream(_MANAGER, "ComputeTaskManager._schedule_instances", ref=_CLASSIC)
+    @upstream(_MANAGER, "ComputeTaskManager._schedule_instances", ref=_CLASSIC,
+              placement_ref=_PLACEMENT)
     def _schedule_instances(self, context, request_spec: dict,
                             filter_properties: dict) -> list[dict]:
         """Ask the scheduler for a host: an RPC *call*, the conductor waits.

@@ -12,11 +12,13 @@ hosts it started with and passed, which it passed and which it rejected); a
 ``weigh`` event per instance (the hosts best first, their weights and free RAM,
 the chosen host); and the chosen hosts.
 
-The spans link to Newton's ``filter_scheduler.py`` (``newton-eol``), the last
-release whose filter scheduler read every host from the database as the
-classic topology's does: Ocata asked placement for candidate hosts first, and
-Xena merged the filter scheduler into ``SchedulerManager``
-(``nova/scheduler/manager.py``).
+In the classic topology the spans link to Newton's ``filter_scheduler.py``
+(``newton-eol``), the last release whose filter scheduler read every host from
+the database and claimed nothing, as the classic topology's does: Ocata asked
+placement for candidate hosts first, and Xena merged the filter scheduler into
+``SchedulerManager`` (``nova/scheduler/manager.py``). In the modern topology
+(``uses_placement``) they link Pike's (``pike-eol``), whose scheduler does what
+novalab's does there: allocation candidates in, claims out.
 
 In the modern topology (a ``placement_client``) the manager passes the
 allocation candidates in: only their providers are considered, and the
@@ -51,14 +53,21 @@ class FilterScheduler:
         self.tracer = tracer
         self.placement_client = placement_client
 
-    @upstream(_FILTER_SCHEDULER, "FilterScheduler.select_destinations", ref=_PRE_PLACEMENT)
+    @property
+    def uses_placement(self) -> bool:
+        """The modern topology: the spans link Pike's code (``upstream``'s placement_ref)."""
+        return self.placement_client is not None
+
+    @upstream(_FILTER_SCHEDULER, "FilterScheduler.select_destinations", ref=_PRE_PLACEMENT,
+              placement_ref=_CLAIMS)
     def select_destinations(self, context, spec: dict,
                             alloc_reqs_by_rp_uuid: dict | None = None) -> list[dict]:
         num = spec.get("num_instances", 1)
         hosts = self._schedule(context, spec, num, alloc_reqs_by_rp_uuid)
         return [{"host": h.host, "nodename": h.nodename} for h in hosts]
 
-    @upstream(_FILTER_SCHEDULER, "FilterScheduler._schedule", ref=_PRE_PLACEMENT)
+    @upstream(_FILTER_SCHEDULER, "FilterScheduler._schedule", ref=_PRE_PLACEMENT,
+              placement_ref=_CLAIMS)
     def _schedule(self, context, spec: dict, num: int,
                   alloc_reqs_by_rp_uuid: dict | None = None) -> list:
         span = trace.get_current_span()
@@ -134,11 +143,13 @@ class FilterScheduler:
 
     @staticmethod
     def _no_host_reason(spec: dict, results) -> str:
-        """Upstream's reason, and which filter left no host (upstream logs that part)."""
+        """Upstream's reason ("There are not enough hosts available."), then a sentence
+        only novalab adds, ``Filter X returned 0 hosts.``: upstream writes it to
+        nova-scheduler's log (``nova/filters.py``), never into the fault."""
         summary = [f"{name}: (start: {start}, end: {end})" for name, start, end in results]
         LOG.info("Filtering removed all hosts for the request with instance ID '%s'. "
                  "Filter results: %s", ",".join(spec.get("instance_uuids") or ()), summary)
         reason = "There are not enough hosts available."
-        if results and results[-1][1] > 0 and results[-1][2] == 0:
+        if results and results[-1][1] > 0 and results[-1][2] == 0:  # novalab's addition
             reason += f" Filter {results[-1][0]} returned 0 hosts."
         return reason

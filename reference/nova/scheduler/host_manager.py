@@ -136,9 +136,12 @@ def _fingerprint(paths) -> tuple:
 
 
 class HostManager:
-    def __init__(self, db: Database, tracer, conf_path: str | os.PathLike | None = None):
+    def __init__(self, db: Database, tracer, conf_path: str | os.PathLike | None = None,
+                 uses_placement: bool = False):
         self.db = db
         self.tracer = tracer
+        # The modern topology: placement narrows the hosts, the spans link Pike's code.
+        self.uses_placement = uses_placement
         # STATE_DIR/nova.conf; None: upstream's defaults, never re-read.
         self.conf_path = Path(conf_path) if conf_path is not None else None
         self._lock = threading.Lock()
@@ -210,12 +213,14 @@ class HostManager:
         return weights.get_weighed_objects(self.weighers, hosts, spec_obj)
 
     @upstream("nova/scheduler/host_manager.py", "HostManager.get_all_host_states",
-              ref="newton-eol")
+              ref="newton-eol", placement_ref="pike-eol")
     def get_all_host_states(self, context) -> list[HostState]:
         """Every compute node, with its service's state and its instances' usage.
 
-        Newton's, linked at ``newton-eol``: Ocata asked placement which hosts fit
-        (``get_host_states_by_uuids``); it was removed in 2019 (Train, and Stein's branch).
+        Linked at ``newton-eol`` (classic) and ``pike-eol`` (modern): it was removed in
+        2019 (Train, and Stein's branch). Since Ocata upstream's scheduler reads only
+        the hosts placement offered (``get_host_states_by_uuids``); novalab's modern
+        scheduler reads every host here and keeps placement's in ``_schedule``.
         """
         services = {s["host"]: s for s in db_api.service_get_all(self.db, binary="nova-compute")}
         nodes = db_api.compute_node_get_all(self.db)

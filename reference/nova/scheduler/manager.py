@@ -50,13 +50,19 @@ class SchedulerManager:
         self.placement_client = placement_client
         # [filter_scheduler] comes from the deployment's STATE_DIR/nova.conf.
         conf_path = None if state_dir is None else Path(state_dir).absolute() / CONF_NAME
-        self.driver = FilterScheduler(HostManager(db, tracer, conf_path), tracer,
-                                      placement_client=placement_client)
+        self.driver = FilterScheduler(
+            HostManager(db, tracer, conf_path, uses_placement=placement_client is not None),
+            tracer, placement_client=placement_client)
         # Selecting hosts reads usage from the DB; saving the host is the claim.
         # Nova resolves two schedulers racing for the last slot with compute-side
         # claims and a reschedule (later, placement allocations); novalab has one
         # scheduler and no reschedule, so it serialises select + save instead.
         self._claim_lock = threading.Lock()
+
+    @property
+    def uses_placement(self) -> bool:
+        """The modern topology: the spans link Pike's code (``upstream``'s placement_ref)."""
+        return self.placement_client is not None
 
     @upstream("nova/scheduler/manager.py", "SchedulerManager.run_instance", ref="grizzly-eol")
     def run_instance(self, context, request_spec: dict, filter_properties: dict,
@@ -100,7 +106,7 @@ class SchedulerManager:
                 block_device_mapping=block_device_mapping, node=dest["nodename"])
 
     @upstream("nova/scheduler/manager.py", "SchedulerManager.select_destinations",
-              ref="newton-eol")
+              ref="newton-eol", placement_ref="pike-eol")
     def select_destinations(self, context, request_spec: dict,
                             filter_properties: dict) -> list[dict]:
         """RPC endpoint (call): hosts for the request's instances, chosen and claimed.

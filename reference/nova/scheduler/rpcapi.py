@@ -21,9 +21,11 @@ TOPIC = "scheduler"
 
 
 class SchedulerAPI:
-    def __init__(self, transport, tracer):
+    def __init__(self, transport, tracer, uses_placement: bool = False):
         self.tracer = tracer
         self.client = RPCClient(transport, Target(topic=TOPIC), tracer=tracer)
+        # The modern topology's conductor: its call asks for claims, the span links Pike's.
+        self.uses_placement = uses_placement
 
     @upstream("nova/scheduler/rpcapi.py", "SchedulerAPI.run_instance", ref="grizzly-eol")
     def run_instance(self, ctxt, request_spec: dict, filter_properties: dict,
@@ -33,7 +35,8 @@ class SchedulerAPI:
                          requested_networks=requested_networks,
                          block_device_mapping=block_device_mapping)
 
-    @upstream("nova/scheduler/rpcapi.py", "SchedulerAPI.select_destinations", ref="newton-eol")
+    @upstream("nova/scheduler/rpcapi.py", "SchedulerAPI.select_destinations", ref="newton-eol",
+              placement_ref="pike-eol")
     def select_destinations(self, ctxt, request_spec: dict, filter_properties: dict) -> list:
         """One ``{"host", "nodename", "limits"}`` per instance of ``request_spec``."""
         return self.client.call(ctxt, "select_destinations", request_spec=request_spec,

@@ -185,3 +185,12 @@ def test_compare_answers_the_questions_from_both_boots(modern_trace, recorded_wh
     text = compare.render_text(both)
     assert "MISSING" not in text
     assert f"modern boot: trace {modern_trace.trace_id}" in text
+
+
+def test_the_conductor_saves_say_whose_rpc_names_they_are():
+    """novalab's compute host saves with Grizzly's instance_update; upstream's since
+    Havana is Instance.save() through object_action: steps 23 and 32 say so."""
+    flow = get_flow("modern")
+    for number in (23, 32):
+        (note,) = flow.step(number).notes
+        assert "Grizzly" in note and "object_action" in note, number

@@ -179,3 +179,12 @@ def test_a_server_never_offloaded_excuses_what_its_unshelve_did_not_do(shelved):
     assert report.ok, [(r.step.number, r.precedes) for r in report.results
                        if r.missing or r.out_of_order]
     assert report.result(16).matched and report.result(18).matched
+
+
+def test_the_notes_date_shelve_and_name_the_conductor_rpc():
+    """Shelve and the conductor's unshelve came in Havana; the saves use Grizzly's RPC."""
+    flow = get_flow("shelve")
+    notes = {s.number: " ".join(s.notes) for s in flow.steps}
+    assert not any("Juno" in text for text in notes.values())
+    assert "Havana" in notes[16]
+    assert "Grizzly" in notes[10] and "object_action" in notes[10]

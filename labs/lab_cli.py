@@ -26,17 +26,18 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.markdown import Markdown
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from novalab.labs import cleanup
 from novalab.labs.cloud import CloudError, LabClouds
 from novalab.labs.course import LabNotFound, find, labs
 from novalab.labs.grading import Context, grade
 from novalab.labs.progress import Progress
+from novalab.tracing.cli import PLAIN
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+out = Console(**PLAIN)
+err = Console(stderr=True, **PLAIN)
 
 # The lab cloud answers fast when a vif-plugged event is lost (the failure drill's
 # timeout) instead of after upstream's 300 s; a normal boot's event comes in well
@@ -45,7 +46,7 @@ LAB_CLOUD_ARGS: tuple[str, ...] = ("--vif-plugging-timeout", "10")
 
 
 def _fail(message: str, code: int = 2):
-    err.print(f"[red]novalab lab:[/] {message}")
+    err.print(Text.assemble(("novalab lab:", "red"), f" {message}"))
     raise SystemExit(code)
 
 
@@ -109,7 +110,7 @@ def lab_list():
         table.add_column(column)
     for lab in labs():
         record = records.get(lab.name, {})
-        state = "[green]done[/]" if record.get("done") else \
+        state = Text("done", "green") if record.get("done") else \
             "started" if record.get("started") and not record.get("finished") else "-"
         table.add_row(lab.number, lab.title, lab.step_groups, lab.modern_groups,
                       lab.needs_text, state)
@@ -155,7 +156,8 @@ def lab_start(name, cloud_kind, state_dir):
               + (f"; **of today's boot (modern):** {lab.modern_groups}" if lab.modern_steps
                  else ""))
     if ctx.names:
-        out.print("names to use: " + ", ".join(f"{k} [bold]{v}[/]" for k, v in ctx.names.items()))
+        out.print(Text.assemble("names to use: ", Text(", ").join(
+            Text.assemble(f"{k} ", (v, "bold")) for k, v in ctx.names.items())))
     out.print(f"cloud: {cloud.kind} ({cloud.state_dir}), user {ctx.user}; your folder: "
               f"{ctx.workdir}")
     if cloud.web:
@@ -283,13 +285,14 @@ def lab_grade(name, watch, interval):
         ctx = _context(lab, clouds)
         results = grade(ctx)
         for result in results:
-            mark = "[yellow]SKIP[/]" if result.skipped else \
-                "[green]PASS[/]" if result.passed else "[red]FAIL[/]"
+            mark = Text("SKIP", "yellow") if result.skipped else \
+                Text("PASS", "green") if result.passed else Text("FAIL", "red")
             # soft_wrap: one line per check and one per reason, however narrow the
             # terminal (or a pipe): graders and scripts read them line by line. The
-            # texts are escaped: a reason may quote `[call METHOD]` or a list.
-            out.print(f"{mark}  {escape(result.text)}"
-                      + (f"\n      {escape(result.why)}" if result.why else ""), soft_wrap=True)
+            # texts print as written: a reason may quote `[call METHOD]` or a list.
+            out.print(Text.assemble(mark, f"  {result.text}",
+                                    f"\n      {result.why}" if result.why else ""),
+                      soft_wrap=True)
         passed = bool(results) and all(r.passed for r in results)
         Progress(clouds.home, ctx.user).graded(lab.name, passed, [r.to_dict() for r in results])
         out.print(f"{sum(r.passed for r in results)}/{len(results)} checks pass"

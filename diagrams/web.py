@@ -150,10 +150,7 @@ def create_app(state_dir: str | Path, gate: web_auth.KeystoneGate | None = None)
                                    form.get("project", "") or form.get("username", ""))
             except web_auth.AuthFailed as exc:
                 return _error_page(401, str(exc))
-            target = request.args.get("next") or "/"
-            if not target.startswith("/") or target.startswith("//"):
-                target = "/"
-            response = redirect(target, code=303)
+            response = redirect(web_auth.same_site(request.args.get("next")), code=303)
             response.set_cookie(web_auth.COOKIE, token, httponly=True, samesite="Strict")
             return response
 

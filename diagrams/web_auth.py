@@ -10,8 +10,10 @@ Which traces a token sees is decided by the cloud itself: a boot's trace is
 shown to whoever may ``GET /servers/{id}`` of the server it boots (Nova scopes
 that lookup to the caller's project), and every trace to admins. A trace of
 no server (``GET /v3``, a token validation) is admin's only: it may carry
-anyone's request. Answers are cached briefly, so the page's one-second polls do
-not become a stream of API calls.
+anyone's request. Answers are cached as long as the services' auth middleware
+caches a token (``token_cache_time``), so the page's one-second polls do not
+become a stream of API calls, and a revoked or disabled token stops opening the
+page when it stops working on the APIs.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from pathlib import Path
 
 import httpx
 
-CACHE_SECONDS = 30.0
+from novalab.reference.keystone.middleware import TOKEN_CACHE_TIME
+
 COOKIE = "novalab_token"
 
 
@@ -53,6 +56,21 @@ def identity_url(state_dir: str | Path) -> str | None:
     return None
 
 
+def same_site(target: str | None) -> str:
+    """``target`` if it is a path on this site, else ``/`` (where ``/login?next=`` may
+    send a browser that has just logged in).
+
+    A browser drops tabs and newlines anywhere in a URL and reads ``\\`` as
+    ``/``, so ``/<TAB>/evil.example`` is ``//evil.example`` to it: another site.
+    Only a path that starts with one ``/`` and holds no control character or
+    backslash is kept.
+    """
+    if (not target or not target.startswith("/") or target.startswith("//")
+            or any(c < " " or c in "\\\x7f" for c in target)):
+        return "/"
+    return target
+
+
 class AuthFailed(Exception):
     """Keystone refused the credentials or the token."""
 
@@ -76,9 +94,11 @@ class Viewer:
 class KeystoneGate:
     """Log in, validate tokens and decide what each may see, against one keystone."""
 
-    def __init__(self, auth_url: str, http: httpx.Client | None = None):
+    def __init__(self, auth_url: str, http: httpx.Client | None = None,
+                 cache_time: float = TOKEN_CACHE_TIME):
         self.auth_url = auth_url.rstrip("/").removesuffix("/v3")
         self.http = http or httpx.Client(timeout=10)
+        self.cache_time = cache_time   # the deployment's token_cache_time
         self._viewers: dict[str, Viewer] = {}
         self._servers: dict[tuple[str, str], tuple[float, bool]] = {}
         self._lock = threading.Lock()
@@ -115,7 +135,7 @@ class KeystoneGate:
         body = response.json()["token"]
         viewer = Viewer(token, body["user"]["name"], (body.get("project") or {}).get("id"),
                         [r["name"] for r in body.get("roles", [])], _compute(body),
-                        expires=now + CACHE_SECONDS)
+                        expires=now + self.cache_time)
         with self._lock:
             self._viewers[token] = viewer
             if len(self._viewers) > 1000:
@@ -144,7 +164,7 @@ class KeystoneGate:
         except httpx.HTTPError:
             allowed = False
         with self._lock:
-            self._servers[key] = (now + CACHE_SECONDS, allowed)
+            self._servers[key] = (now + self.cache_time, allowed)
             if len(self._servers) > 10000:
                 self._servers.pop(next(iter(self._servers)))
         return allowed

@@ -27,6 +27,7 @@ import click
 from click.core import ParameterSource
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from novalab.diagrams.cli import register as register_diagrams
 from novalab.labs.lab_cli import register as register_labs
@@ -35,9 +36,10 @@ from novalab.reference.deploy.commands import topology_option
 from novalab.reference.deploy.credentials_cli import register as register_credentials
 from novalab.reference.deploy.fault_cli import register as register_faults
 from novalab.reference.deploy.scheduler_cli import register as register_scheduler
+from novalab.tracing.cli import PLAIN
 from novalab.tracing.cli import register as register_trace
 
-console = Console(stderr=True, highlight=False)
+console = Console(stderr=True, **PLAIN)
 
 # The most compute hosts one embedded cloud runs (boot and serve --computes; `up`
 # starts a process per host and keeps its own limit). Measured on 2 cores
@@ -74,7 +76,7 @@ def _start(config, telemetry):
     try:
         return EmbeddedCloud(config, telemetry).start()
     except Exception as exc:  # a broker, database or hypervisor we cannot reach
-        console.print(f"[red]novalab: the cloud did not start:[/] {exc}")
+        console.print(Text.assemble(("novalab: the cloud did not start:", "red"), f" {exc}"))
         raise SystemExit(2) from exc
 
 
@@ -179,7 +181,7 @@ def boot(out_dir, name, flavor, image, computes, transport, db, libvirt_uri, sta
     try:
         result = run_boot(embedded, request, on_change=_on_change)
     except Exception as exc:
-        console.print(f"[red]novalab boot failed:[/] {exc}")
+        console.print(Text.assemble(("novalab boot failed:", "red"), f" {exc}"))
         embedded.stop()
         telemetry.shutdown()
         raise SystemExit(1) from exc
@@ -205,7 +207,7 @@ def _serve_page(state_dir: Path, path: str) -> None:
     try:
         web.serve(state_dir, port=web.DEFAULT_PORT, on_ready=ready)
     except OSError as exc:
-        console.print(f"[yellow]{exc}; serving on another port[/]")
+        console.print(Text(f"{exc}; serving on another port", "yellow"))
         web.serve(state_dir, port=0, on_ready=ready)
 
 
@@ -218,7 +220,8 @@ def _web_page(state_dir: Path, port: int):
     try:
         return web.start(state_dir, port=port)
     except OSError as exc:
-        console.print(f"[yellow]novalab: no trace page: {exc}[/] (--web-port picks another)")
+        console.print(Text.assemble((f"novalab: no trace page: {exc}", "yellow"),
+                                    " (--web-port picks another)"))
         return None
 
 
@@ -272,7 +275,7 @@ def _boot_running(state_dir, request, out_dir: Path, no_diagrams: bool) -> None:
         result = boot_against_running(state_dir or DEFAULT_STATE_DIR, request,
                                       on_change=_on_change)
     except NotRunning as exc:
-        console.print(f"[red]novalab boot:[/] {exc}")
+        console.print(Text.assemble(("novalab boot:", "red"), f" {exc}"))
         raise SystemExit(2) from exc
     path = collect.write(result.document, out_dir / "trace.json")
     _summary(result, result.spans_by_service(), path)
@@ -286,7 +289,7 @@ def _summary(result, by_service: Counter, path: Path,
     table = Table(show_header=False, box=None)
     status = server["status"]
     table.add_row("server", f"{server['name']} ({server['id']})")
-    table.add_row("status", f"[{'green' if status == 'ACTIVE' else 'red'}]{status}[/]")
+    table.add_row("status", Text(status, "green" if status == "ACTIVE" else "red"))
     if server.get("fault"):
         table.add_row("fault", server["fault"]["message"])
     table.add_row("client time", f"{result.elapsed * 1000:.0f} ms (POST to ACTIVE seen)")
@@ -294,9 +297,9 @@ def _summary(result, by_service: Counter, path: Path,
     table.add_row("spans", f"{sum(by_service.values())} from {len(by_service)} services: " +
                   ", ".join(f"{k} {v}" for k, v in sorted(by_service.items())))
     if result.dropped:
-        table.add_row("[red]dropped[/]", f"{result.dropped}")
+        table.add_row(Text("dropped", "red"), f"{result.dropped}")
     for name, count in (remote_skipped or {}).items():
-        table.add_row("[yellow]not sent[/]", f"{count} spans did not reach the {name} "
+        table.add_row(Text("not sent", "yellow"), f"{count} spans did not reach the {name} "
                       "endpoint (it was down); the trace file has them all")
     table.add_row("trace file", str(path))
     console.print(table)

@@ -21,12 +21,17 @@ from datetime import datetime
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from novalab.tracing import collect
 from novalab.tracing.model import Span, Trace
 from novalab.tracing.store import NoTrace, Row, TraceStore, locate
 
-console = Console(stderr=True, highlight=False)
+# Plain text: what users named (servers, images, projects) and what the cloud said
+# (faults) print as written, never read as rich markup or emoji codes (a server
+# named "[/]" crashed `trace list` for everyone); a style is a Text's, never a tag.
+PLAIN = {"highlight": False, "markup": False, "emoji": False}
+console = Console(stderr=True, **PLAIN)
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -111,7 +116,7 @@ def select_spans(*, state_dir=None, server=None, request_id=None, trace_id=None,
     except NoTrace as exc:
         raise SelectionError(str(exc)) from exc
     if selection.note:
-        console.print(f"[yellow]note:[/] {selection.note}")
+        console.print(Text.assemble(("note:", "yellow"), f" {selection.note}"))
     return selection.spans, selection.row
 
 
@@ -212,8 +217,8 @@ def trace_list(state_dir, server, request_id, since, limit, everything, no_steps
                       request + (f" (+{more})" if more > 0 else ""),
                       str(len(row.services)), str(row.spans),
                       " ".join(filter(None, steps[row.id])),
-                      f"[red]{row.status}[/]" if row.status in ("ERROR", "500") else row.status)
-    Console(highlight=False, width=max(200, Console().width)).print(table)
+                      Text(row.status, style="red" if row.status in ("ERROR", "500") else ""))
+    Console(width=max(200, Console().width), **PLAIN).print(table)
     if not rows:
         console.print("no traces match" + ("" if everything else " (--all shows periodic "
                                                                     "work and probes too)"))

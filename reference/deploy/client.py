@@ -96,14 +96,23 @@ class CloudClient:
         raise ClientError(404, f"No Flavor found for {name_or_id}")
 
     def find_image(self, name_or_id: str) -> dict:
+        """The image of that id; else the cloud's public image of that name, the first
+        made (the seeded ``cirros``), never a newer one someone else named alike; else
+        the caller's own image of that name, if it is the only one (two: ambiguous,
+        as ``openstack server create --image NAME`` says)."""
         image_url = f"{self.endpoint('image')}/v2/images"
         response = self.http.get(f"{image_url}/{name_or_id}", headers=self._headers())
         if response.status_code == 200:
             return response.json()
         images = self._check(self.http.get(image_url, params={"name": name_or_id},
                                            headers=self._headers()), 200).json()["images"]
+        public = [image for image in images if image["visibility"] == "public"]
+        if public:
+            return min(public, key=lambda image: image["created_at"])
         if not images:
             raise ClientError(404, f"No Image found for {name_or_id}")
+        if len(images) > 1:
+            raise ClientError(409, f"More than one Image exists with the name '{name_or_id}'.")
         return images[0]
 
     def create_server(self, name: str, flavor_id: str, image_id: str, **extra) -> dict:

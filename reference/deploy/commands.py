@@ -22,6 +22,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from novalab.reference.deploy.statedir import (
     DEFAULT_BIND,
@@ -37,8 +38,9 @@ from novalab.reference.deploy.statedir import (
     TOPOLOGIES,
     URLS_FROM,
 )
+from novalab.tracing.cli import PLAIN
 
-console = Console(stderr=True, highlight=False)
+console = Console(stderr=True, **PLAIN)
 
 STATE_DIR = click.option("--state-dir", default=DEFAULT_STATE_DIR, show_default=True,
                          type=click.Path(file_okay=False),
@@ -83,7 +85,7 @@ ADVERTISE = click.option("--advertise-address", default=None, envvar=ENV_ADVERTI
 
 
 def _fail(message: str, code: int = 2):
-    console.print(f"[red]novalab:[/] {message}")
+    console.print(Text.assemble(("novalab:", "red"), f" {message}"))
     raise SystemExit(code)
 
 
@@ -100,8 +102,8 @@ def _status_table(rows, topology: str | None = None) -> Table:
     for column in ("service", "host", "pid", "state", "health", "rpc topics", "log"):
         table.add_column(column)
     for row in rows:
-        state = "[green]up[/]" if row.running and row.health.ok else \
-            "[yellow]unhealthy[/]" if row.running else "[red]down[/]"
+        state = Text("up", "green") if row.running and row.health.ok else \
+            Text("unhealthy", "yellow") if row.running else Text("down", "red")
         table.add_row(row.unit.name, row.unit.host or "-", str(row.pid or "-"), state,
                       row.health.detail, "\n".join(row.topics) or "-", f"logs/{row.log.name}")
     return table
@@ -113,7 +115,7 @@ def _print_status(rows, topology: str | None = None) -> None:
 
     Its console is made here, not at import: rich fixes a console's width when it is
     made, and the table should fit the terminal (``COLUMNS``) it is printed to."""
-    console = Console(stderr=True, highlight=False)
+    console = Console(stderr=True, **PLAIN)
     console.print(_status_table(rows, topology))
     noted = [row for row in rows if row.notes]
     if noted:
@@ -122,7 +124,7 @@ def _print_status(rows, topology: str | None = None) -> None:
                       soft_wrap=True)
         for row in noted:
             for note in row.notes:
-                console.print(f"  {row.unit.id:<24} {note}", markup=False, soft_wrap=True)
+                console.print(f"  {row.unit.id:<24} {note}", soft_wrap=True)
 
 
 def _print_env(record: dict, state_dir: Path) -> None:
@@ -331,7 +333,7 @@ def queues(transport_url, api, everything):
     for row in listing.queues:
         table.add_row(row["name"], str(row["messages"]), str(row["consumers"]),
                       str(row["durable"]))
-    out = Console(highlight=False)
+    out = Console(**PLAIN)
     out.print(exchanges)
     out.print(table)
 

@@ -18,11 +18,13 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from novalab.reference.common.faults import CATALOG, RUNNING_CLOUD, Faults, UnknownFault
 from novalab.reference.deploy.statedir import StateDir
+from novalab.tracing.cli import PLAIN
 
-console = Console(stderr=True, highlight=False)
+console = Console(stderr=True, **PLAIN)
 
 ADMIN = ("Injecting is an administrator's act: a fault strikes every user of the cloud, and "
          "writing the state directory is the privilege it takes.")
@@ -32,7 +34,7 @@ STATE_DIR = click.option("--state-dir", default=None, type=click.Path(file_okay=
 
 
 def _fail(message: str, code: int = 2):
-    console.print(f"[red]novalab fault:[/] {message}", soft_wrap=True)
+    console.print(Text.assemble(("novalab fault:", "red"), f" {message}"), soft_wrap=True)
     raise SystemExit(code)
 
 
@@ -101,11 +103,11 @@ def list_faults(state_dir):
         table.add_column(column)
     for fault_ in CATALOG.values():
         entry = injected.get(fault_.name)
-        state = "-" if entry is None else "[red]once[/]" if entry.get("once") \
-            else "[red]active[/]"
+        state = "-" if entry is None else Text("once" if entry.get("once") else "active",
+                                                style="red")
         service = fault_.service + (" (up only)" if fault_.cloud == RUNNING_CLOUD else "")
         table.add_row(fault_.name, fault_.steps_text, service, fault_.learner_sees_short, state)
-    Console(highlight=False).print(table)
+    Console(**PLAIN).print(table)
 
 
 @fault.command(epilog=ADMIN)

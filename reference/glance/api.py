@@ -53,7 +53,8 @@ def create_app(repo: ImageRepo, auth: AuthProtocol, tracer_provider=None) -> Fla
         images = repo.list(g.context, name=request.args.get("name"), limit=limit,
                            marker=request.args.get("marker"),
                            os_hidden=request.args.get("os_hidden", "").lower() == "true",
-                           tags=request.args.getlist("tag"))
+                           tags=request.args.getlist("tag"),
+                           visibility=request.args.get("visibility"))
         body = {"images": images, "schema": "/v2/schemas/images", "first": "/v2/images"}
         if limit and len(images) == limit:
             body["next"] = f"/v2/images?marker={images[-1]['id']}&limit={limit}"

@@ -60,6 +60,7 @@ CREATE_FIELDS = {"name", "visibility", "disk_format", "container_format", "min_d
 READ_ONLY = set(schemas.READ_ONLY)
 DISK_FORMATS = set(schemas.DISK_FORMATS)
 CONTAINER_FORMATS = set(schemas.CONTAINER_FORMATS)
+VISIBILITIES = set(schemas.VISIBILITIES)
 
 
 class DuplicateImage(exception.Conflict):
@@ -96,12 +97,29 @@ class ImageRepo:
     @upstream("glance/db/__init__.py", "ImageRepo.list")
     def list(self, context: RequestContext, *, name: str | None = None,
              limit: int | None = None, marker: str | None = None,
-             os_hidden: bool = False, tags: list[str] | None = None) -> list[dict]:
+             os_hidden: bool = False, tags: list[str] | None = None,
+             visibility: str | None = None) -> list[dict]:
         """Visible images, newest first; hidden ones only with ``os_hidden=true`` (then
-        only those), and only images carrying every one of ``tags``."""
+        only those), and only images carrying every one of ``tags``.
+
+        ``visibility`` keeps only that kind (``all``: every kind). Without it, as
+        Glance lists since images v2.5, another project's ``community`` image is
+        left out: it is there for whoever asks for it, never in the way of a name
+        (anyone may make one, so one called ``cirros`` would otherwise make every
+        ``--image cirros`` ambiguous).
+        """
         policy.authorize(context, "get_images", None)
         query = select(Image).where(self._visible(context)).order_by(Image.created_at.desc(),
                                                                     Image.id)
+        if visibility is not None and visibility not in (*VISIBILITIES, "all"):
+            raise exception.Invalid(f"Invalid visibility value: {visibility}")
+        if visibility is None:
+            others_community = Image.visibility == "community"
+            if context.project_id:
+                others_community &= Image.owner != context.project_id
+            query = query.where(~others_community)
+        elif visibility != "all":
+            query = query.where(Image.visibility == visibility)
         if name is not None:
             query = query.where(Image.name == name)
         query = query.where(Image.os_hidden.is_(True) if os_hidden
@@ -287,8 +305,10 @@ class ImageRepo:
             session.get(Image, image_id).owner = owner
 
     def find_by_name(self, name: str) -> dict | None:
+        """The cloud's own image of that name: public (only admins make one), the first
+        made. A project's image of the same name is never the seed, whatever it holds."""
         with self.db.session() as session:
-            # A public image first: a project's own image of the same name is not the seed.
-            image = session.scalars(select(Image).where(Image.name == name).order_by(
-                Image.visibility != "public", Image.created_at)).first()
+            image = session.scalars(select(Image).where(
+                Image.name == name, Image.visibility == "public").order_by(
+                Image.created_at, Image.id)).first()
             return image_view(image) if image else None

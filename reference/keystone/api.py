@@ -16,6 +16,7 @@ from novalab.reference.common.wsgi import install_common_handlers, json_body, ke
 from novalab.reference.keystone import catalog_api, identity_api, schemas
 from novalab.reference.keystone.core import Keystone
 from novalab.reference.keystone.identity import IdentityAdmin
+from novalab.reference.keystone.policy import ENFORCER, context_of
 from novalab.tracing.http import instrument_flask
 
 VERSION = {
@@ -82,27 +83,32 @@ def create_app(keystone: Keystone, tracer_provider=None) -> Flask:
         except exception.NotFound as exc:
             raise exception.NotAuthorized() from exc
 
-    @app.get("/v3/auth/tokens")
-    @app.route("/v3/auth/tokens", methods=["HEAD"])
-    def validate_token():
+    def _subject_token(action: str, include_catalog: bool = False) -> tuple[str, dict]:
+        """The ``X-Subject-Token`` and its body, once policy lets the caller at it: as
+        upstream, the subject is validated first (404 if it is not a live token), its
+        user is the policy's ``target.token.user_id``."""
         caller = _caller_token()
         subject = request.headers.get("X-Subject-Token")
         if not subject:
             raise exception.ValidationError(detail="X-Subject-Token header is required.")
-        caller_roles = {r["name"] for r in caller.get("roles", [])}
-        if not caller_roles & {"admin", "service"} and subject != request.headers["X-Auth-Token"]:
-            raise exception.Forbidden(action="identity:validate_token")
-        token = keystone.validate_token(subject, include_catalog="nocatalog" not in request.args)
+        token = keystone.validate_token(subject, include_catalog=include_catalog)
+        ENFORCER.authorize(context_of(caller), action,
+                           {"target.token.user_id": token["user"]["id"]})
+        return subject, token
+
+    @app.get("/v3/auth/tokens")
+    @app.route("/v3/auth/tokens", methods=["HEAD"])
+    def validate_token():
+        action = "identity:check_token" if request.method == "HEAD" else \
+            "identity:validate_token"
+        subject, token = _subject_token(action, "nocatalog" not in request.args)
         response = jsonify({"token": token})
         response.headers["X-Subject-Token"] = subject
         return response
 
     @app.delete("/v3/auth/tokens")
     def revoke_token():
-        _caller_token()
-        subject = request.headers.get("X-Subject-Token")
-        if not subject:
-            raise exception.ValidationError(detail="X-Subject-Token header is required.")
+        subject, _ = _subject_token("identity:revoke_token")
         keystone.revoke_token(subject)
         return "", 204
 

@@ -15,7 +15,7 @@ from novalab.reference.common.context import RequestContext
 from novalab.reference.common.wsgi import json_body
 from novalab.reference.keystone import schemas
 from novalab.reference.keystone.identity import IdentityAdmin
-from novalab.reference.keystone.policy import ENFORCER
+from novalab.reference.keystone.policy import ENFORCER, context_of
 
 MAX_LIST = 1000
 
@@ -35,10 +35,7 @@ def register(app: Flask, admin: IdentityAdmin, caller) -> None:
     """Add the routes to ``app``; ``caller()`` returns the validated caller's token body."""
 
     def context() -> RequestContext:
-        token = caller()
-        project = token.get("project") or {}
-        return RequestContext(user_id=token["user"]["id"], project_id=project.get("id"),
-                              roles=[r["name"] for r in token.get("roles", [])])
+        return context_of(caller())
 
     def authorize(action: str, **target) -> RequestContext:
         ctxt = context()

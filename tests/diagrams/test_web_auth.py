@@ -139,3 +139,52 @@ def test_the_login_form_keeps_the_token_in_a_cookie(two_projects):
         seen = {s["id"] for r in browser.get("/api/traces?everything=1").json()["rows"]
                 for s in r["servers"]}
         assert seen and servers["demo"] not in seen
+
+
+@pytest.mark.parametrize("target", [
+    "/\t/evil.example/", "/\n/evil.example/", "/\r\n/evil.example/", "/\\evil.example/",
+    "\\\\evil.example/", "/\t\\evil.example/", "//evil.example/", " //evil.example/",
+    "https://evil.example/", "javascript:alert(1)", "/\x00/evil.example/"])
+def test_login_sends_back_only_to_this_site(two_projects, target):
+    """Issue 21, finding 17 (a): ``/login?next=/%09/evil.example/`` passed the check (it
+    starts with one ``/``), and a browser, which drops tabs and newlines from a URL and
+    reads ``\\`` as ``/``, followed it to ``//evil.example/``: off the site, just logged in."""
+    cloud, page, _servers = two_projects
+    form = {"username": "demo", "project": "demo", "password": cloud.config.password}
+    with httpx.Client(base_url=page.url) as browser:
+        evil = browser.post("/login", params={"next": target}, data=form)
+        assert evil.status_code == 303 and evil.headers["Location"] == "/"
+        kept = browser.post("/login", params={"next": "/trace/abc?x=1"}, data=form)
+        assert kept.headers["Location"] == "/trace/abc?x=1"
+
+
+def test_the_page_trusts_a_token_no_longer_than_the_services(monkeypatch):
+    """Issue 21, finding 17 (b): the page cached a validated token 30 s, the services'
+    auth middleware ``token_cache_time`` (10 s): a revoked token still opened the page
+    20 s after every API refused it. The gate now asks keystone again after the same
+    setting."""
+    from types import SimpleNamespace
+
+    from novalab.reference.deploy.embedded import CloudConfig
+
+    valid = {"yes": True}
+    calls = []
+
+    def keystone(request):
+        calls.append(request)
+        if not valid["yes"]:
+            return httpx.Response(404, json={"error": {"code": 404}})
+        return httpx.Response(200, json={"token": {"user": {"name": "demo"}, "roles": [],
+                                                   "project": {"id": "p"}}})
+
+    now = {"t": 1000.0}
+    monkeypatch.setattr(web_auth, "time", SimpleNamespace(monotonic=lambda: now["t"]))
+    gate = web_auth.KeystoneGate("http://keystone.test/v3",
+                                 httpx.Client(transport=httpx.MockTransport(keystone)))
+    assert gate.validate("tok").user == "demo" and len(calls) == 1
+    valid["yes"] = False                         # revoked at keystone
+    now["t"] += CloudConfig().token_cache_time - 0.5
+    assert gate.validate("tok").user == "demo" and len(calls) == 1   # cached, as services
+    now["t"] += 1.0                               # past the services' token_cache_time
+    with pytest.raises(web_auth.AuthFailed):
+        gate.validate("tok")

@@ -75,3 +75,36 @@ def test_a_count_an_older_novalab_kept_on_the_classic_table_is_not_read(store_di
     monkeypatch.setattr(check_module, "check", no_second_check)
     again = _rows(store_dir)
     assert (again["today"]["steps"], again["today"]["flow"]) == (f"{modern}/{modern}", "modern")
+
+
+# A name rich would read as markup ("[/]" closes nothing: rich raised MarkupError;
+# "[red]" vanished) and as an emoji code; Nova takes it (printable characters).
+ODD_NAME = "[/][red]vm:thumbs_up:"
+
+
+@pytest.fixture(scope="module")
+def odd_store(tmp_path_factory) -> Path:
+    """Two recorded boots of a server named ``ODD_NAME`` (two servers, one name)."""
+    state = tmp_path_factory.mktemp("odd-names") / "cloud"
+    (state / "traces").mkdir(parents=True)
+    text = CLASSIC_BOOT.read_text().replace('"demo-server"', json.dumps(ODD_NAME))
+    again = text.replace("1a5021681120a24ed31f49053fa19835", "2b5021681120a24ed31f49053fa19835") \
+        .replace("0f6693b2-817c-470a-ab35-29f126afd575", "1f6693b2-817c-470a-ab35-29f126afd575")
+    with open(state / "traces" / "recorded.jsonl", "w", encoding="utf-8") as out:
+        for doc in (text, again):
+            out.write(json.dumps(json.loads(doc), separators=(",", ":")) + "\n")
+    return state
+
+
+@pytest.mark.parametrize("args", [
+    ["trace", "list"], ["trace", "show", "--server", ODD_NAME],
+    ["trace", "collect", "--trace-id", "1a5021681120a24ed31f49053fa19835", "-o", "{out}"]])
+def test_user_strings_print_as_written(odd_store, tmp_path, args):
+    """Issue 21, finding 15: a server named ``[/]`` made ``novalab trace list`` crash for
+    everyone sharing the store; ``trace show``'s note (two boots of one name) and
+    ``trace collect``'s hosts (a guest's host name is its server's name) print it too."""
+    args = [a.replace("{out}", str(tmp_path / "trace.json")) for a in args]
+    result = CliRunner().invoke(main, [*args, "--state-dir", str(odd_store)],
+                                env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    assert ODD_NAME in result.output

@@ -217,3 +217,17 @@ def test_novalab_has_the_fault_command():
     result = CliRunner().invoke(main, ["fault", "inject", "--help"])
     assert result.exit_code == 0
     assert "administrator" in result.output
+
+
+def test_names_and_paths_print_as_written(tmp_path):
+    """Issue 21, finding 15: rich read what the user typed as markup: an unknown fault
+    named ``[/]`` crashed the command (MarkupError), ``[red]`` in a path vanished."""
+    result = run("inject", "[/]x", "--state-dir", str(tmp_path))
+    assert result.exit_code == 2
+    assert "no fault '[/]x'" in result.output
+    odd = tmp_path / "[red]lab:thumbs_up:"
+    odd.mkdir()
+    listed = CliRunner().invoke(fault_cli.fault, ["list", "--state-dir", str(odd)],
+                                env={"COLUMNS": "250"})
+    assert listed.exit_code == 0, listed.output
+    assert f"faults of {odd}" in listed.output

@@ -194,3 +194,35 @@ def test_every_body_route_has_a_schema(shared_cloud):
 class _NoAuth:
     def install(self, app, public_paths=()):
         pass
+
+
+def test_a_community_image_squats_no_name(shared_cloud, login):
+    """Issue 21, finding 12: ``alt_demo``'s community image named ``cirros`` appeared in
+    every project's default list, so ``openstack server create --image cirros`` (the SDK
+    lists ``?name=cirros`` and refuses two matches) failed for everyone else. As Glance
+    since images v2.5: community images are listed only when asked for
+    (``visibility=community``) or by their owner; they stay readable by id."""
+    demo, alt, admin = (login(shared_cloud, user) for user in ("demo", "alt_demo", "admin"))
+    squat = alt.request("POST", f"{alt.image}/v2/images",
+                        json={"name": "cirros", "visibility": "community"}).json()
+    try:
+        def listed(session, query=""):
+            response = session.request("GET", f"{session.image}/v2/images{query}")
+            assert response.status_code == 200, response.text
+            return [image["id"] for image in response.json()["images"]]
+
+        seeded = shared_cloud.cirros["id"]
+        for other in (demo, admin):
+            assert listed(other, "?name=cirros") == [seeded]
+            assert squat["id"] not in listed(other)
+            assert squat["id"] in listed(other, "?visibility=community")
+            assert squat["id"] in listed(other, "?visibility=all")
+            assert other.request("GET", f"{other.image}/v2/images/{squat['id']}") \
+                .status_code == 200
+        assert squat["id"] in listed(alt, "?name=cirros")    # its owner still sees it
+        assert listed(demo, "?visibility=public&name=cirros") == [seeded]
+        assert listed(alt, "?visibility=community&name=cirros") == [squat["id"]]
+        bad = demo.request("GET", f"{demo.image}/v2/images?visibility=everyone")
+        assert bad.status_code == 400 and "visibility" in bad.json()["error"]["message"]
+    finally:
+        alt.request("DELETE", f"{alt.image}/v2/images/{squat['id']}")

@@ -63,10 +63,11 @@ def test_validate_and_revoke(shared_cloud):
     admin_body = auth_body("admin", shared_cloud.config.credentials.admin, "admin")
     admin = httpx.post(url, json=admin_body).headers["X-Subject-Token"]
     demo = httpx.post(url, json=auth_body()).headers["X-Subject-Token"]
-    other = httpx.post(url, json=auth_body()).headers["X-Subject-Token"]
+    other = httpx.post(url, json=auth_body("alt_demo", project="alt_demo")) \
+        .headers["X-Subject-Token"]
     ok = httpx.get(url, headers={"X-Auth-Token": admin, "X-Subject-Token": demo})
     assert ok.status_code == 200 and ok.json()["token"]["user"]["name"] == "demo"
-    # A plain member may not inspect someone else's token.
+    # A plain member may not inspect another user's token.
     denied = httpx.get(url, headers={"X-Auth-Token": other, "X-Subject-Token": demo})
     assert denied.status_code == 403
     assert httpx.delete(url, headers={"X-Auth-Token": admin,
@@ -74,3 +75,53 @@ def test_validate_and_revoke(shared_cloud):
     gone = httpx.get(url, headers={"X-Auth-Token": admin, "X-Subject-Token": demo})
     assert gone.status_code == 404
     assert httpx.get(url, headers={"X-Subject-Token": demo}).status_code == 401
+
+
+def _token(cloud, user: str, project: str | None) -> str:
+    body = auth_body(user, cloud.config.password, project)
+    if project is None:
+        del body["auth"]["scope"]
+    response = httpx.post(f"{cloud.identity_url}/auth/tokens", json=body)
+    assert response.status_code == 201, response.text
+    return response.headers["X-Subject-Token"]
+
+
+def test_only_its_user_or_an_admin_revokes_a_token(shared_cloud):
+    """Issue 21, finding 16: any token, unscoped included, revoked anyone's. Upstream's
+    ``identity:revoke_token`` (keystone/common/policies/token.py) is ``rule:admin_required
+    or rule:token_subject``: the token's own user (from any of its tokens) or an admin;
+    everyone else a 403 in keystone's error body, and the token lives on."""
+    url = f"{shared_cloud.identity_url}/auth/tokens"
+    victim = _token(shared_cloud, "demo", "demo")
+    for user, project in [("alt_demo", None), ("alt_demo", "alt_demo"), ("reader", "demo"),
+                          ("nova", "service")]:
+        attacker = _token(shared_cloud, user, project)
+        refused = httpx.delete(url, headers={"X-Auth-Token": attacker, "X-Subject-Token": victim})
+        assert refused.status_code == 403, (user, project)
+        assert refused.json()["error"]["title"] == "Forbidden"
+        assert "identity:revoke_token" in refused.json()["error"]["message"]
+    alive = httpx.get(url, headers={"X-Auth-Token": victim, "X-Subject-Token": victim})
+    assert alive.status_code == 200
+    own_other = _token(shared_cloud, "demo", None)
+    assert httpx.delete(url, headers={"X-Auth-Token": own_other,
+                                      "X-Subject-Token": victim}).status_code == 204
+    assert httpx.get(url, headers={"X-Auth-Token": own_other,
+                                   "X-Subject-Token": victim}).status_code == 404
+
+
+def test_validate_and_check_follow_upstreams_token_policies(shared_cloud):
+    """``identity:validate_token`` (GET) is admin, service or the token's own user;
+    ``identity:check_token`` (HEAD) admin or the token's own user: a service validates
+    the tokens it is sent, and a user may look at any of their own tokens."""
+    url = f"{shared_cloud.identity_url}/auth/tokens"
+    subject = _token(shared_cloud, "demo", "demo")
+    callers = {name: _token(shared_cloud, *login) for name, login in {
+        "own_other": ("demo", None), "other_user": ("alt_demo", "alt_demo"),
+        "service": ("nova", "service"), "admin": ("admin", "admin")}.items()}
+    expected = {"own_other": (200, 200), "other_user": (403, 403), "service": (200, 403),
+                "admin": (200, 200)}
+    for name, token in callers.items():
+        headers = {"X-Auth-Token": token, "X-Subject-Token": subject}
+        answers = (httpx.get(url, headers=headers).status_code,
+                   httpx.head(url, headers=headers).status_code)
+        assert answers == expected[name], name

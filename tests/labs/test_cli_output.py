@@ -1,0 +1,73 @@
+"""What the ``novalab`` and ``novalab lab`` commands print of users' strings: as written.
+
+Issue 21, finding 15: rich read every printed string as markup, so a name holding
+``[/]`` (a server, a learner, an answer) crashed the command (rich's MarkupError),
+``[red]`` vanished, and ``:thumbs_up:`` became an emoji.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+
+from click.testing import CliRunner
+
+from novalab.labs import cli, lab_cli
+
+ODD = "[/][red]x:thumbs_up:"
+
+
+def test_boot_summary_prints_the_server_and_its_fault_as_written(capsys):
+    """``novalab boot``'s summary: the server's name and Nova's fault message."""
+    result = SimpleNamespace(
+        server={"name": ODD, "id": "4e4e", "status": "ERROR",
+                "fault": {"message": f"No valid host was found. {ODD}"}},
+        elapsed=1.0, trace_id_hex="ab" * 16, dropped={})
+    cli._summary(result, Counter({"nova-api": 3}), Path("trace.json"))
+    printed = capsys.readouterr().err
+    assert f"{ODD} (4e4e)" in printed
+    assert f"No valid host was found. {ODD}" in printed
+
+
+def _fake_cloud(monkeypatch, tmp_path):
+    cloud = SimpleNamespace(kind="lab", state_dir=tmp_path / "cloud", web=None,
+                            auth_url="http://keystone.test/v3",
+                            os_env={"OS_AUTH_URL": "http://keystone.test/v3",
+                                    "OS_USERNAME": "demo", "OS_PROJECT_NAME": "demo"},
+                            password="pw")
+    monkeypatch.setenv("NOVALAB_LAB_HOME", str(tmp_path))
+    monkeypatch.setenv("OS_AUTH_URL", cloud.auth_url)
+    monkeypatch.setenv("OS_USERNAME", ODD)
+    monkeypatch.setattr(lab_cli.LabClouds, "current", lambda self: cloud)
+    monkeypatch.setattr(lab_cli, "LabService", _FakeService)
+    return cloud
+
+
+class _FakeService:
+    """The lab service's answers, as a learner with one attempt at lab 00 gets them."""
+
+    def __init__(self, *args):
+        pass
+
+    def attempts(self):
+        return {"attempts": [{"lab": "00-orientation", "passed_at": None, "finished_at": None,
+                              "last_grade": None}], "in_progress": 1}
+
+    def answer(self, lab, key, value):
+        return {}
+
+    def close(self):
+        pass
+
+
+def test_lab_status_and_answer_print_the_learner_and_the_answer_as_written(monkeypatch,
+                                                                            tmp_path):
+    _fake_cloud(monkeypatch, tmp_path)
+    status = CliRunner().invoke(lab_cli.lab_group, ["status"], env={"COLUMNS": "250"})
+    assert status.exit_code == 0, status.output
+    assert f"learner: {ODD}" in status.output
+    answer = CliRunner().invoke(lab_cli.lab_group, ["answer", "00", "host", ODD],
+                                env={"COLUMNS": "250"})
+    assert answer.exit_code == 0, answer.output
+    assert f"host: {ODD} (recorded" in answer.output

@@ -150,7 +150,7 @@ def test_login_sends_back_only_to_this_site(two_projects, target):
     starts with one ``/``), and a browser, which drops tabs and newlines from a URL and
     reads ``\\`` as ``/``, followed it to ``//evil.example/``: off the site, just logged in."""
     cloud, page, _servers = two_projects
-    form = {"username": "demo", "project": "demo", "password": cloud.config.password}
+    form = {"username": "demo", "project": "demo", "password": PERSONA_PASSWORD}
     with httpx.Client(base_url=page.url) as browser:
         evil = browser.post("/login", params={"next": target}, data=form)
         assert evil.status_code == 303 and evil.headers["Location"] == "/"

@@ -78,7 +78,7 @@ def test_validate_and_revoke(shared_cloud):
 
 
 def _token(cloud, user: str, project: str | None) -> str:
-    body = auth_body(user, cloud.config.password, project)
+    body = auth_body(user, cloud.config.credentials.password_for(user), project)
     if project is None:
         del body["auth"]["scope"]
     response = httpx.post(f"{cloud.identity_url}/auth/tokens", json=body)

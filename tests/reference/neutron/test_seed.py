@@ -6,18 +6,21 @@ from novalab.reference.deploy.boot import BootRequest, boot
 
 
 def test_one_project_exhausting_addresses_cannot_fail_anothers_boot(cloud, login):
-    """alt_demo takes every address of every network it can put ports on; demo's
-    boot still gets an address (a shared ``private`` let alt_demo take demo's)."""
+    """alt_demo takes every address of every network it can put ports on (eight a
+    port, then one); demo's boot still gets an address. On a shared ``private``
+    alt_demo took demo's: its port quota (500) is larger than the /24."""
     alt = login(cloud, "alt_demo")
-    ports = f"{alt.client.endpoint('network')}/v2.0/ports"
-    networks = alt.request("GET", f"{alt.client.endpoint('network')}/v2.0/networks"
-                           ).json()["networks"]
+    neutron = f"{alt.client.endpoint('network')}/v2.0"
+    networks = alt.request("GET", f"{neutron}/networks").json()["networks"]
     assert networks, "alt_demo has a network of its own to boot on"
     for network in networks:
-        while (made := alt.request("POST", ports, json={
-                "port": {"network_id": network["id"]}})).status_code == 201:
-            pass
-        assert made.json()["NeutronError"]["type"] == "IpAddressGenerationFailure", made.text
+        for per_port in (8, 1):
+            addresses = [{"subnet_id": network["subnets"][0]}] * per_port
+            while (made := alt.request("POST", f"{neutron}/ports", json={"port": {
+                    "network_id": network["id"], "fixed_ips": addresses}})).status_code == 201:
+                pass
+            assert made.json()["NeutronError"]["type"] == "IpAddressGenerationFailure", \
+                made.text
 
     result = boot(cloud, BootRequest(name="after-exhaustion", volume_size=None))
 

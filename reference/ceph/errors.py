@@ -64,6 +64,13 @@ class TimedOut(Error):
     code = "ETIMEDOUT"
 
 
+class NoSpace(Error):
+    """An OSD is full (past its full ratio, ``mon_osd_full_ratio``): writes are refused,
+    removals and reads are not (``rados.NoSpace``)."""
+
+    code = "ENOSPC"
+
+
 class NoUpOSD(Error):
     """No OSD of the PG's set is up: a real client would wait for a new map."""
 
@@ -72,7 +79,7 @@ class NoUpOSD(Error):
 
 _BY_CODE = {cls.code: cls for cls in (ObjectNotFound, ObjectExists, InvalidArgumentError,
                                       NameTooLong, NotSupported, StaleMap, ConnectionFailed,
-                                      TimedOut, NoUpOSD)}
+                                      TimedOut, NoSpace, NoUpOSD)}
 
 
 def from_code(code: str, message: str) -> Error:

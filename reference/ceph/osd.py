@@ -25,6 +25,13 @@ when all have applied it, so an acknowledged write is on every up copy. A
 replica that cannot be reached is reported down to the monitor (as OSDs report
 failed heartbeats) and the write completes degraded.
 
+**Full.** An OSD keeps a reserve free on its disk (``CloudConfig.disk_reserve``,
+standing for ``mon_osd_full_ratio``): a write that would eat into it is refused
+with ``ENOSPC`` (``rados.NoSpace``) on the primary and on every replica, while
+reads, truncates and removals go on, being how space is freed. Upstream the
+monitor sets the cluster's ``full`` flag from the OSDs' reports and clients pause
+their writes; here the OSD answers at once, so a caller sees why.
+
 Left out: PG peering, the PG log and recovery/backfill (an OSD that was down
 misses the writes made meanwhile, and a PG that CRUSH moves to a new OSD starts
 empty there), scrubbing, snapshots, object classes, CephX. An OSD reads and writes
@@ -46,11 +53,13 @@ from opentelemetry import trace
 
 from novalab.reference.ceph import crush, errors, msgr
 from novalab.reference.ceph.mon import MonClient
+from novalab.reference.common.diskspace import Reserve
 from novalab.tracing import attributes as attr
 
 LOG = logging.getLogger(__name__)
 
 MUTATIONS = ("write_full", "write", "truncate", "remove", "omap_set", "omap_rm")
+GROWING = ("write_full", "write", "omap_set")   # refused when the OSD is full
 MAX_OBJECT_NAME = 2048   # osd_max_object_name_len
 MAX_FILE_NAME = 200      # longer escaped names are hashed (FileStore's "long file names")
 OMAP_MAX_RETURN = 1000
@@ -210,13 +219,14 @@ class OSD:
 
     def __init__(self, osd_id: int, data_dir: Path, mon_address: str, tracer: trace.Tracer, *,
                  host: str = "127.0.0.1", port: int = 0, weight: float = 1.0,
-                 timeout: float = 30.0):
+                 timeout: float = 30.0, reserve: Reserve | None = None):
         self.id = osd_id
         self.name = f"osd.{osd_id}"
         self.tracer = tracer
         self.weight = weight
         self.root = Path(data_dir) / self.name
         self.store = FileStore(self.root)
+        self.reserve = reserve or Reserve()  # what the disk keeps free (the full ratio)
         self.mon = MonClient(mon_address, tracer, timeout=timeout)
         self.peers = msgr.ConnectionPool(tracer, rpc_service="osd", peer_service="ceph-osd",
                                          timeout=timeout)
@@ -320,8 +330,20 @@ class OSD:
 
     # Mutations: apply here, then on every replica ------------------------------------------
 
+    def _check_full(self, op: str, args: dict, payload: bytes) -> None:
+        """Refuse a write that would leave less than the reserve free (``ENOSPC``), as an
+        OSD past ``mon_osd_full_ratio`` does; removing and truncating go on, being how
+        space is freed. Checked on the primary and on every replica."""
+        if op not in GROWING:
+            return
+        incoming = len(payload) + len(json.dumps(args.get("vals") or args.get("xattrs") or {}))
+        if not self.reserve.allows(self.root, incoming):
+            raise errors.NoSpace(f"{self.name} is full: a write of {incoming} bytes would "
+                                 "leave less than its reserve free")
+
     def _apply(self, op: str, placement: crush.Placement, args: dict, payload: bytes,
                primary: bool) -> dict:
+        self._check_full(op, args, payload)
         pg_dir = self.store.pg_dir(placement.pool, placement.pg)
         oid = placement.oid
         if op == "write_full":

@@ -347,7 +347,8 @@ def swift_fault(code: int, message: str) -> Response:
     """Swift's error body: a line of HTML naming the status."""
     titles = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
               409: "Conflict", 411: "Length Required", 413: "Request Entity Too Large",
-              422: "Unprocessable Entity", 503: "Service Unavailable"}
+              422: "Unprocessable Entity", 503: "Service Unavailable",
+              507: "Insufficient Storage"}
     title = titles.get(code, "Internal Server Error")
     body = f"<html><h1>{title}</h1><p>{message}</p></html>"
     return Response(body, status=code, content_type="text/html; charset=UTF-8")
@@ -412,6 +413,8 @@ def create_app(gateway: Gateway, auth: AuthProtocol, tracer_provider=None) -> Fl
 
     @app.errorhandler(errors.Error)
     def _rados_error(exc):
+        if isinstance(exc, errors.NoSpace):  # full OSDs: a Swift full drive's 507
+            return swift_fault(507, "The cluster is full: no object can be written.")
         unavailable = isinstance(exc, errors.ConnectionFailed | errors.TimedOut | errors.NoUpOSD)
         return swift_fault(503 if unavailable else 500, f"RADOS error {exc.code}: {exc}")
 

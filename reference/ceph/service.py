@@ -42,7 +42,8 @@ def ceph_osd(w: Wiring, osd_id: int) -> OSD:
     """OSD ``osd_id``, on its own host (``host.name`` = ``osd.<id>``) as on a storage node."""
     osd = OSD(osd_id, _data_dir(w), w.urls["ceph-mon"],
               w.tracer("ceph-osd", host=f"osd.{osd_id}"), host=w.config.bind_host,
-              port=w.config.ports.get(f"ceph-osd.{osd_id}", 0)).start()
+              port=w.config.ports.get(f"ceph-osd.{osd_id}", 0),
+              reserve=w.config.disk_reserve).start()
     w.on_stop(osd.stop)
     return osd
 

@@ -261,6 +261,28 @@ class Database:
         self.engine.dispose()
 
 
+# What each backend says when it cannot grow: SQLite's SQLITE_FULL ("database or disk
+# is full"), PostgreSQL's disk_full (SQLSTATE 53100), MariaDB's ER_DISK_FULL and
+# ER_RECORD_FILE_FULL ("The table is full").
+SQLITE_FULL = 13
+POSTGRES_DISK_FULL = "53100"
+MARIADB_FULL = (1021, 1114)
+
+
+def is_storage_full(exc: BaseException) -> bool:
+    """Did ``exc`` (a SQLAlchemy or driver error) fail because the database cannot grow?"""
+    orig = getattr(exc, "orig", None) or exc
+    if (getattr(orig, "sqlite_errorcode", 0) or 0) & 0xFF == SQLITE_FULL:
+        return True
+    if POSTGRES_DISK_FULL in (getattr(orig, "sqlstate", None), getattr(orig, "pgcode", None)):
+        return True
+    args = getattr(orig, "args", ())
+    if args and args[0] in MARIADB_FULL:
+        return True
+    text = str(orig)
+    return "database or disk is full" in text or "No space left on device" in text
+
+
 def mask_password(url: str) -> str:
     """``url`` fit for a log line or an error message."""
     return make_url(url).render_as_string(hide_password=True)

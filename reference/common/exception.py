@@ -57,6 +57,20 @@ class Conflict(NovaLabException):
     code = 409
 
 
+class ServiceUnavailable(NovaLabException):
+    msg_fmt = "The service is temporarily unavailable."
+    code = 503
+
+
+class DatabaseFull(ServiceUnavailable):
+    """The database cannot grow (its disk is full): writes fail, reads do not, and
+    writes work again once space is freed, with nothing restarted. A 503, never a
+    500: the service is sound, its storage is not (``db.is_storage_full``)."""
+
+    msg_fmt = ("The service cannot write to its database: the disk is full. Try again "
+               "once space has been freed.")
+
+
 class InstanceNotFound(NotFound):
     msg_fmt = "Instance %(instance_id)s could not be found."
 

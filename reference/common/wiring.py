@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from novalab.reference.common import diskspace
 from novalab.reference.common.credentials import Credentials
 from novalab.reference.common.db import Database
 from novalab.reference.common.faults import Faults
@@ -96,8 +97,17 @@ class CloudConfig:
     # with placement (issue 11 builds the rest of it: API database, cells, the super
     # conductor).
     topology: str = "classic"
+    # What the stores (glance's files, ceph's OSDs, so cinder's volumes) keep free on
+    # their disk: they refuse a write that would leave less than this share of it or
+    # this many bytes, the smaller (docs/security.md, "A full disk").
+    disk_reserve_ratio: float = diskspace.RESERVE_RATIO
+    disk_reserve_bytes: int = diskspace.RESERVE_BYTES
     _credentials: Credentials | None = field(default=None, init=False, repr=False,
                                              compare=False)
+
+    @property
+    def disk_reserve(self) -> diskspace.Reserve:
+        return diskspace.Reserve(self.disk_reserve_ratio, self.disk_reserve_bytes)
 
     def resolve(self) -> CloudConfig:
         if self.state_dir is None:

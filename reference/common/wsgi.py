@@ -15,12 +15,13 @@ import re
 import threading
 from collections.abc import Callable
 
+import sqlalchemy.exc
 from flask import Flask, g, jsonify, request
 from opentelemetry import trace
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 from werkzeug.serving import make_server
 
-from novalab.reference.common import exception
+from novalab.reference.common import db, exception
 from novalab.reference.common.context import generate_request_id
 from novalab.tracing import attributes as attr
 
@@ -190,6 +191,15 @@ def install_common_handlers(app: Flask, fault=nova_fault,
         LOG.exception("Unexpected error in %s %s", request.method, request.path)
         return fault(500, "Unexpected API Error. Please report this at the novalab issue "
                           f"tracker and attach the logs if possible.\n{type(exc).__name__}")
+
+    @app.errorhandler(sqlalchemy.exc.OperationalError)
+    def _database_error(exc):
+        # A full disk is the storage's state, not the service's bug: a 503 that ends
+        # when space is freed (issue 21: it was every API's 500, tokens included).
+        if not db.is_storage_full(exc):
+            return _unexpected(exc)
+        LOG.error("%s %s: the database cannot grow: %s", request.method, request.path, exc)
+        return fault(503, exception.DatabaseFull().format_message())
 
 
 def json_body() -> dict:

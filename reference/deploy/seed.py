@@ -1,4 +1,4 @@
-"""What a fresh cloud starts with: users and projects, flavors, the cirros image.
+"""What a fresh cloud starts with: users and projects, flavors, the cirros image, networks.
 
 The flavors are Nova's and DevStack's defaults; the users mirror DevStack's
 ``admin`` and ``demo`` plus one service user per API service, which
@@ -13,6 +13,8 @@ from novalab.reference.common.credentials import PERSONAS, Credentials
 from novalab.reference.common.db import Database
 from novalab.reference.glance.core import ImageRepo
 from novalab.reference.keystone.core import Keystone
+from novalab.reference.neutron.seed import seed_project_network
+from novalab.reference.neutron.server.plugin import Ml2Plugin
 from novalab.reference.nova.db import api as db_api
 
 USERS = {
@@ -36,6 +38,14 @@ FLAVORS = [
     {"flavorid": "1", "name": "m1.tiny", "memory_mb": 512, "vcpus": 1, "root_gb": 1},
     {"flavorid": "2", "name": "m1.small", "memory_mb": 2048, "vcpus": 1, "root_gb": 20},
 ]
+
+# Each ordinary project's own network (name, range), as DevStack's ``private`` is
+# demo's: not shared, so one project can exhaust only its own addresses. The
+# ranges do not overlap; the projects a class adds take theirs after these.
+NETWORKS = {
+    "demo": ("private", "10.0.0.0/24"),
+    "alt_demo": ("alt-private", "10.0.1.0/24"),
+}
 
 CIRROS = {
     "name": "cirros",
@@ -92,18 +102,31 @@ def seed_flavors(db: Database) -> None:
         db_api.flavor_create(db, dict(flavor))
 
 
-def _admin_project_id(db: Database) -> str | None:
-    """The admin project's id, as ``openstack image create`` by admin records it as owner.
-
-    Read from keystone's table (seeding is deployment work, as DevStack runs with
-    admin credentials); None if keystone has not been seeded in this database.
-    """
+def _project_id(db: Database, name: str) -> str | None:
+    """Project ``name``'s id, read from keystone's table (seeding is deployment work,
+    as DevStack runs with admin credentials); None if keystone has not seeded it."""
     from sqlalchemy import select
 
     from novalab.reference.keystone.models import Project
 
     with db.session() as session:
-        return session.scalars(select(Project.id).where(Project.name == "admin")).first()
+        return session.scalars(select(Project.id).where(Project.name == name)).first()
+
+
+def _admin_project_id(db: Database) -> str | None:
+    """The admin project's id, as ``openstack image create`` by admin records it as owner."""
+    return _project_id(db, "admin")
+
+
+def seed_networks(core: Ml2Plugin) -> dict[str, dict]:
+    """Each project of :data:`NETWORKS` its own network (``openstack network create
+    --project demo private`` and its subnet, as DevStack does): ``{project: seeded}``."""
+    seeded = {}
+    for project, (name, cidr) in NETWORKS.items():
+        project_id = _project_id(core.db, project)
+        if project_id is not None:
+            seeded[project] = seed_project_network(core, project_id, name, cidr)
+    return seeded
 
 
 def seed_images(repo: ImageRepo) -> dict:

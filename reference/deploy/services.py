@@ -69,7 +69,7 @@ BUILDERS = {
     "glance-api": _seeded(glance_api_service, lambda w, images: seed.seed_images(images)),
     "cinder-api": cinder_api,
     "cinder-volume": cinder_volume,
-    "neutron-server": neutron_server,
+    "neutron-server": _seeded(neutron_server, lambda w, core: seed.seed_networks(core)),
     "neutron-dhcp-agent": neutron_dhcp_agent,
     "nova-super-conductor": _seeded(nova_super_conductor, seed.seed_cells),
     "nova-conductor": nova_conductor,

@@ -26,12 +26,20 @@ from novalab.reference.common.db import Database
 from novalab.reference.glance import policy, schemas
 from novalab.reference.glance.models import Image, ImageLocation, ImageProperty, ImageTag
 from novalab.reference.glance.quota import IMAGE_SIZE_CAP, ImageQuota, ImageSizeLimitExceeded
-from novalab.reference.glance.store import HASH_ALGO, object_name, stage
+from novalab.reference.glance.store import HASH_ALGO, StorageFull, object_name, stage
 from novalab.tracing.spans import upstream
 
 CORE_FIELDS = ("id", "name", "status", "visibility", "owner", "disk_format", "container_format",
                "size", "virtual_size", "checksum", "os_hash_algo", "os_hash_value", "min_disk",
                "min_ram", "protected", "os_hidden")
+
+
+class ImageStorageMediaFull(exception.NovaLabException):
+    """What ``ImageDataController.upload`` answers for glance_store's ``StorageFull``
+    (``HTTPRequestEntityTooLarge``); the image goes back to ``queued``."""
+
+    msg_fmt = "Image storage media is full: %(reason)s"
+    code = 413
 
 
 def _iso(value) -> str | None:
@@ -223,6 +231,8 @@ class ImageRepo:
             staged = stage(data, allowance, too_big)
             try:
                 stored = self.store.add(image_id, staged)
+            except StorageFull as exc:
+                raise ImageStorageMediaFull(reason=exc.format_message()) from exc
             finally:
                 staged.close()
         except BaseException:

@@ -19,7 +19,7 @@ def glance_api_service(w: Wiring) -> ImageRepo:
     if "ceph-rgw" in w.urls:
         store = RgwStore(w.urls["ceph-rgw"], w.http(service), auth.service_token)
     else:
-        store = FileStore(w.config.state_dir / "glance" / "images")
+        store = FileStore(w.config.state_dir / "glance" / "images", w.config.disk_reserve)
     images = ImageRepo(w.database(service), w.tracer(service), store)
     w.serve(glance_api.create_app(images, auth, tracer_provider=w.provider(service)),
             service, "glance")

@@ -16,6 +16,7 @@ URL, and ``../x`` another file).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import tempfile
@@ -27,10 +28,19 @@ from typing import BinaryIO
 from urllib.parse import quote, urlparse
 
 from novalab.reference.common import exception
+from novalab.reference.common.diskspace import Reserve
 
 HASH_ALGO = "sha512"
 CHUNK = 64 * 1024
 SPOOL_IN_MEMORY = 4 * 1024 * 1024
+
+
+class StorageFull(exception.NovaLabException):
+    """glance_store's ``StorageFull``: the store has no room for the image (the API
+    answers 413, "Image storage media is full")."""
+
+    msg_fmt = "There is not enough disk space on the image storage media."
+    code = 413
 
 
 @dataclass(frozen=True)
@@ -109,13 +119,19 @@ def _staged(data) -> Staged:
 
 
 class FileStore:
-    """glance_store's ``file`` backend: one file per image under a directory."""
+    """glance_store's ``file`` backend: one file per image under a directory.
+
+    It keeps ``reserve`` free on its disk: an image that would eat into it is
+    refused before a byte is written, and a disk that fills anyway (ENOSPC) is
+    the same :class:`StorageFull`, with the partial file removed.
+    """
 
     scheme = "file"
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, reserve: Reserve | None = None):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.reserve = reserve or Reserve()
 
     def add(self, image_id: str, data) -> Stored:
         name = object_name(image_id)
@@ -124,10 +140,18 @@ class FileStore:
             raise exception.Conflict(f"Image storage media is full or the image {name} "
                                      "already has data.")
         staged = _staged(data)
+        if not self.reserve.allows(self.root, staged.size):
+            raise StorageFull()
         tmp = path.with_suffix(".part")
-        with tmp.open("wb") as out:
-            for chunk in staged.chunks():
-                out.write(chunk)
+        try:
+            with tmp.open("wb") as out:
+                for chunk in staged.chunks():
+                    out.write(chunk)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise StorageFull() from exc
+            raise
         tmp.replace(path)
         return Stored(path.as_uri(), staged.size, staged.checksum, staged.os_hash_value)
 
@@ -192,6 +216,8 @@ class RgwStore:
                                  headers={**self._headers(), "ETag": staged.checksum,
                                           "Content-Length": str(staged.size),
                                           "Content-Type": "application/octet-stream"})
+        if response.status_code in (413, 507):  # Swift's "no room" (a full cluster: 507)
+            raise StorageFull()
         if response.status_code != 201:
             raise exception.NovaLabException(
                 f"rgw refused image {name}: {response.status_code} {response.text[:200]}")

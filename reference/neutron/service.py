@@ -26,7 +26,6 @@ from novalab.reference.neutron.agent.rpc import (
     StateReporter,
 )
 from novalab.reference.neutron.db import models as _models  # noqa: F401 (tables)
-from novalab.reference.neutron.seed import seed_networks
 from novalab.reference.neutron.server import api as neutron_api
 from novalab.reference.neutron.server.agents_db import AgentExtRpcCallback
 from novalab.reference.neutron.server.notifiers import (
@@ -50,12 +49,12 @@ def _rpc_server(w: Wiring, topic: str, server: str, endpoints: list, tracer) -> 
 
 
 def neutron_server(w: Wiring, host: str = CONTROLLER) -> Ml2Plugin:
-    """The API, the core plugin, its RPC endpoints and its notifiers; seeds ``private``."""
+    """The API, the core plugin, its RPC endpoints and its notifiers (the networks a
+    cloud starts with are the deployment's: ``deploy/seed.py``)."""
     service = "neutron-server"
     tracer = w.tracer(service)
     core = Ml2Plugin(w.database(service), tracer)
     core.faults = w.faults  # port-binding, vif-plugged-timeout
-    seed_networks(core)
     auth = w.auth(service, "neutron")
     transport = w.transport()
     core.dhcp_notifier = DhcpAgentNotifyAPI(
@@ -133,4 +132,4 @@ def agents_alive(core: Ml2Plugin) -> dict[str, list[str]]:
 
 
 __all__ = ["neutron_server", "neutron_dhcp_agent", "neutron_l2_agent",
-           "neutron_metadata_proxy", "seed_networks"]
+           "neutron_metadata_proxy"]

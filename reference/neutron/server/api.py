@@ -24,7 +24,7 @@ from novalab.tracing.http import instrument_flask
 NON_FILTERS = {"fields", "limit", "marker", "sort_key", "sort_dir", "page_reverse"}
 HTTP_TYPES = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden",
               404: "HTTPNotFound", 405: "HTTPMethodNotAllowed", 409: "HTTPConflict",
-              415: "HTTPUnsupportedMediaType"}
+              415: "HTTPUnsupportedMediaType", 503: "HTTPServiceUnavailable"}
 
 
 def neutron_fault(code: int, message: str, error_type: str | None = None):

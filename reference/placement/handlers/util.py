@@ -24,7 +24,7 @@ from novalab.reference.placement import errors, exception, microversion, schemas
 TITLES = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
           405: "Method Not Allowed", 406: "Not Acceptable", 409: "Conflict",
           413: "Request Entity Too Large", 415: "Unsupported Media Type",
-          500: "Internal Server Error"}
+          500: "Internal Server Error", 503: "Service Unavailable"}
 # webob's explanation of each status, which leads every detail.
 EXPLANATIONS = {
     400: "The server could not comply with the request since it is either malformed or "
@@ -37,6 +37,7 @@ EXPLANATIONS = {
     413: "The request is larger than the server is willing or able to process.",
     415: "The request media type is not supported by this server.",
     500: "The server has either erred or is incapable of performing the requested operation.",
+    503: "The server is currently unavailable. Please try again at a later time.",
 }
 
 

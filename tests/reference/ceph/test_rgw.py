@@ -168,3 +168,26 @@ def test_bad_names(ceph, swift):
     assert ceph.http.put(f"{base}/{container}/{longest}", content=b"x",
                          headers=auth).status_code == 201
     assert ceph.http.get(f"{base}/{container}/{longest}", headers=auth).content == b"x"
+
+
+def test_a_put_on_a_full_cluster_is_swifts_507_and_leaves_no_object(ceph, swift, monkeypatch):
+    """Issue 21, finding 14: the OSDs refuse writes past their reserve (ENOSPC); the
+    gateway answers Swift's 507 Insufficient Storage, not a 500, and keeps nothing."""
+    import shutil
+
+    from novalab.reference.common import diskspace
+    from novalab.reference.common.diskspace import GiB
+
+    base, auth = swift
+    container = container_name()
+    assert ceph.http.put(f"{base}/{container}", headers=auth).status_code == 201
+    monkeypatch.setattr(diskspace, "disk_usage", lambda path: shutil._ntuple_diskusage(
+        100 * GiB, 100 * GiB - MiB, MiB))
+    refused = ceph.http.put(f"{base}/{container}/big", content=os.urandom(3 * MiB),
+                            headers=auth)
+    assert refused.status_code == 507, refused.text
+    assert "Insufficient Storage" in refused.text
+    monkeypatch.undo()
+    assert ceph.http.get(f"{base}/{container}/big", headers=auth).status_code == 404
+    assert ceph.http.put(f"{base}/{container}/big", content=b"fits", headers=auth
+                         ).status_code == 201

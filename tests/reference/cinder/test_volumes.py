@@ -128,3 +128,24 @@ def test_a_delete_cut_short_is_finished_when_cinder_volume_starts_again(env, dem
     env.manager.init_host()  # the restart
     demo.wait_gone(volume["id"])
     assert f"volume-{volume['id']}" not in rbd.RBD().list(env.ioctx())
+
+
+def test_a_create_on_a_full_cluster_ends_in_error_with_a_message(env, demo, monkeypatch):
+    """Issue 21, finding 14: past the OSDs' reserve the backend has no capacity; the
+    volume goes to ``error`` with a user message, nothing is left in Ceph, and once
+    space is freed the next create works."""
+    import shutil
+
+    from novalab.reference.common import diskspace
+
+    monkeypatch.setattr(diskspace, "disk_usage", lambda path: shutil._ntuple_diskusage(
+        100 * GiB, 100 * GiB - 1024 ** 2, 1024 ** 2))
+    volume = demo.wait_volume(demo.create_volume(name="no-room")["id"])
+    assert volume["status"] == "error"
+    assert f"volume-{volume['id']}" not in rbd.RBD().list(env.ioctx())
+    (message,) = demo.request("GET", f"/messages?resource_uuid={volume['id']}",
+                              version="3.3").json()["messages"]
+    assert message["user_message"] == \
+        "create volume from backend storage: Driver failed to create the volume."
+    monkeypatch.undo()
+    assert demo.wait_volume(demo.create_volume(name="room")["id"])["status"] == "available"

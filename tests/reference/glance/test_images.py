@@ -74,3 +74,29 @@ def test_private_images_are_invisible_to_other_projects(shared_cloud, login):
     names = [i["name"] for i in demo.request("GET", f"{demo.image}/v2/images").json()["images"]]
     assert "admins-only" not in names
     assert demo.request("DELETE", f"{demo.image}/v2/images/{image['id']}").status_code == 404
+
+
+def test_an_upload_to_a_full_store_is_glances_413_and_recovers(shared_cloud, login,
+                                                               monkeypatch):
+    """Issue 21, finding 14: the store (rgw on OSDs) refuses bytes past its reserve;
+    Glance answers "Image storage media is full" and the image waits in ``queued``."""
+    import shutil
+
+    from novalab.reference.common import diskspace
+    from novalab.reference.common.diskspace import GiB
+
+    session = login(shared_cloud)
+    image = session.request("POST", f"{session.image}/v2/images", json={
+        "name": "too-big", "disk_format": "raw", "container_format": "bare"}).json()
+    url = f"{session.image}/v2/images/{image['id']}"
+    octets = {"Content-Type": "application/octet-stream"}
+    monkeypatch.setattr(diskspace, "disk_usage", lambda path: shutil._ntuple_diskusage(
+        100 * GiB, 100 * GiB - 1024 ** 2, 1024 ** 2))
+    refused = session.request("PUT", f"{url}/file", content=b"\x01" * 4096, headers=octets)
+    assert refused.status_code == 413, refused.text
+    assert refused.json()["error"]["message"].startswith("Image storage media is full: ")
+    assert session.request("GET", url).json()["status"] == "queued"
+    monkeypatch.undo()
+    assert session.request("PUT", f"{url}/file", content=b"\x01" * 4096, headers=octets
+                           ).status_code == 204
+    assert session.request("GET", url).json()["status"] == "active"

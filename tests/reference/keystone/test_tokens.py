@@ -7,10 +7,11 @@ import hashlib
 import httpx
 from sqlalchemy import select
 
+from novalab.reference.common.credentials import PERSONA_PASSWORD
 from novalab.reference.keystone.models import Token
 
 
-def auth_body(user="demo", password="novalab", project="demo"):
+def auth_body(user="demo", password=PERSONA_PASSWORD, project="demo"):
     return {"auth": {
         "identity": {"methods": ["password"], "password": {"user": {
             "name": user, "domain": {"id": "default"}, "password": password}}},
@@ -125,3 +126,63 @@ def test_validate_and_check_follow_upstreams_token_policies(shared_cloud):
         answers = (httpx.get(url, headers=headers).status_code,
                    httpx.head(url, headers=headers).status_code)
         assert answers == expected[name], name
+
+
+def test_a_full_database_is_a_503_for_tokens_and_writes_and_recovers(cloud, login):
+    """Issue 21, finding 14: a disk full enough that the database cannot grow made every
+    API of every service answer 500, token issue included. It is a 503 that says so,
+    reads go on, and once space is freed the same services write again.
+
+    SQLite's ``max_page_count`` (per connection) stands for the full disk: every new
+    connection of every service may not grow the file, and its free pages are filled."""
+    from sqlalchemy import event, text
+
+    databases = list(cloud.wiring.databases.values())
+    full = {"on": True}
+
+    def cannot_grow(dbapi_connection, _record):
+        if full["on"]:
+            pages = dbapi_connection.execute("PRAGMA page_count").fetchone()[0]
+            dbapi_connection.execute(f"PRAGMA max_page_count = {pages}")
+
+    def until_refused(send) -> httpx.Response:
+        for _ in range(300):
+            response = send()
+            if response.status_code not in (201, 202):
+                return response
+        raise AssertionError("the database never filled")
+
+    demo = login(cloud)  # before the disk fills: a session needs a token
+    filler = databases[0].engine
+    with filler.begin() as conn:
+        conn.execute(text("CREATE TABLE test_filler (payload BLOB)"))
+    for db in databases:
+        event.listen(db.engine, "connect", cannot_grow)
+        db.engine.dispose()
+    try:
+        with filler.connect() as conn:
+            for size in (65536, 4096, 256, 16):
+                try:
+                    while True:
+                        conn.execute(text("INSERT INTO test_filler VALUES (:p)"),
+                                     {"p": b"\0" * size})
+                        conn.commit()
+                except Exception:
+                    conn.rollback()
+        token = until_refused(lambda: httpx.post(f"{cloud.identity_url}/auth/tokens",
+                                                 json=auth_body(password=PERSONA_PASSWORD)))
+        assert token.status_code == 503, token.text
+        assert token.json()["error"]["title"] == "Service Unavailable"
+        assert "disk is full" in token.json()["error"]["message"]
+        images = f"{demo.image}/v2/images"
+        image = until_refused(lambda: demo.request("POST", images, json={"name": "x"}))
+        assert image.status_code == 503 and "disk is full" in image.text, image.text
+        assert demo.request("GET", images).status_code == 200   # reads go on
+    finally:
+        full["on"] = False
+        for db in databases:
+            event.remove(db.engine, "connect", cannot_grow)
+            db.engine.dispose()
+    assert httpx.post(f"{cloud.identity_url}/auth/tokens",
+                      json=auth_body(password=PERSONA_PASSWORD)).status_code == 201
+    assert demo.request("POST", images, json={"name": "after"}).status_code == 201

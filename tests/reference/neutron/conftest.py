@@ -77,7 +77,7 @@ class NetworkingCloud:
         self.keystone = services.BUILDERS["keystone"](w)
         self.nova = NovaEventsStub()
         w.serve(self.nova.app, "nova-events-stub", "nova")
-        self.core = service.neutron_server(w)
+        self.core = services.BUILDERS["neutron-server"](w)  # with its seeded networks
         self.dhcp = service.neutron_dhcp_agent(w)
         self.l2 = service.neutron_l2_agent(w, COMPUTE_HOST)
         nova_service.nova_api_metadata(w)

@@ -22,20 +22,31 @@ def test_version_document_is_public_and_the_rest_needs_a_token(netcloud):
     assert netcloud.request("GET", "/networks", "bogus").status_code == 401
 
 
-def test_seeded_private_network(netcloud):
-    demo = netcloud.token("demo")
+def test_seeded_networks_are_each_projects_own(netcloud):
+    """As DevStack's: ``private`` is demo's and not shared; alt_demo has ``alt-private``,
+    a range of its own; each with its DHCP port, owned by the network's project."""
+    demo, alt = netcloud.token("demo"), netcloud.token("alt_demo")
     networks = netcloud.request("GET", "/networks", demo).json()["networks"]
     assert [n["name"] for n in networks] == ["private"]
     private = networks[0]
-    assert private["shared"] is True and private["status"] == "ACTIVE"
+    demo_project = netcloud.request("GET", "/ports", demo).json()["ports"][0]["project_id"]
+    assert (private["shared"], private["status"], private["project_id"]) == \
+        (False, "ACTIVE", demo_project)
     assert "provider:network_type" not in private  # admin-only attribute
     subnet = netcloud.request("GET", f"/subnets/{private['subnets'][0]}", demo).json()["subnet"]
     assert (subnet["name"], subnet["cidr"], subnet["gateway_ip"], subnet["enable_dhcp"]) == \
         ("private-subnet", "10.0.0.0/24", "10.0.0.1", True)
     assert subnet["allocation_pools"] == [{"start": "10.0.0.2", "end": "10.0.0.254"}]
+    alt_networks = netcloud.request("GET", "/networks", alt).json()["networks"]
+    assert [(n["name"], n["shared"]) for n in alt_networks] == [("alt-private", False)]
+    alt_subnet = netcloud.request("GET", f"/subnets/{alt_networks[0]['subnets'][0]}",
+                                  alt).json()["subnet"]
+    assert (alt_subnet["name"], alt_subnet["cidr"], alt_subnet["gateway_ip"]) == \
+        ("alt-private-subnet", "10.0.1.0/24", "10.0.1.1")
     admin = netcloud.token("admin")
     dhcp = netcloud.request("GET", "/ports?device_owner=network:dhcp", admin).json()["ports"]
-    assert [p["fixed_ips"][0]["ip_address"] for p in dhcp] == ["10.0.0.2"]
+    assert sorted((p["fixed_ips"][0]["ip_address"], p["project_id"]) for p in dhcp) == \
+        [("10.0.0.2", demo_project), ("10.0.1.2", alt_networks[0]["project_id"])]
 
 
 def test_port_crud_filters_and_fields(netcloud):
@@ -143,17 +154,20 @@ def test_project_isolation(netcloud):
 
     alt_networks = {n["name"] for n in netcloud.request("GET", "/networks", alt)
                     .json()["networks"]}
-    assert alt_networks == {"private"}  # shared: yes; demo's own: no
+    assert alt_networks == {"alt-private"}  # its own only: not demo's private, not demo-only
     assert error_of(netcloud.request("GET", f"/networks/{network['id']}", alt)) == \
         (404, "NetworkNotFound")
-    assert netcloud.request("GET", "/ports", alt).json()["ports"] == []
+    # Only its own network's DHCP port: none of demo's.
+    assert [p["device_owner"] for p in netcloud.request("GET", "/ports", alt)
+            .json()["ports"]] == ["network:dhcp"]
     assert error_of(netcloud.request("GET", f"/ports/{port['id']}", alt)) == \
         (404, "PortNotFound")
     assert error_of(netcloud.request("DELETE", f"/ports/{port['id']}", alt)) == \
         (404, "PortNotFound")
-    on_theirs = netcloud.request("POST", "/ports", alt, json={"port": {
-        "network_id": network["id"]}})
-    assert error_of(on_theirs) == (404, "NetworkNotFound")
+    for theirs in (network, private):
+        on_theirs = netcloud.request("POST", "/ports", alt, json={"port": {
+            "network_id": theirs["id"]}})
+        assert error_of(on_theirs) == (404, "NetworkNotFound")
 
     admin_view = netcloud.request("GET", f"/ports/{port['id']}", admin).json()["port"]
     assert admin_view["binding:vif_type"] == "unbound"

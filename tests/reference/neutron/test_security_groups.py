@@ -207,7 +207,7 @@ def test_member_cannot_see_or_use_another_projects_group(netcloud):
     assert error_of(create_rule(netcloud, alt, security_group_id=alt_own["id"],
                                 direction="ingress", remote_group_id=mine["id"])) == \
         (404, "SecurityGroupNotFound")
-    network = netcloud.request("GET", "/networks?name=private", alt).json()["networks"][0]
+    network = netcloud.request("GET", "/networks?name=alt-private", alt).json()["networks"][0]
     port = netcloud.request("POST", "/ports", alt, json={"port": {
         "network_id": network["id"], "security_groups": [mine["id"]]}})
     assert error_of(port) == (404, "SecurityGroupNotFound")

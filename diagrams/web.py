@@ -107,11 +107,27 @@ def create_app(state_dir: str | Path, gate: web_auth.KeystoneGate | None = None)
         servers = row.servers if hasattr(row, "servers") else {}
         return gate.may_see(g.viewer, list(servers))
 
-    def _shown(row):
+    def _hidden(ref: str) -> NotFound:
+        """The one 404 of a page with a gate, naming only what the asker gave: the
+        same for a trace the store does not hold and for one this viewer may not
+        see, so the answer tells another project's traces from none."""
+        return NotFound(f"no trace of {ref[:80]!r} here that you may see")
+
+    def _shown(row, ref: str):
         """``row``, or the same 404 as for a trace the store does not hold."""
         if row is not None and not _visible(row):
-            raise NotFound(f"no trace {row.id} here")
+            raise _hidden(ref)
         return row
+
+    def _find(ref: str, **words):
+        """The row ``words`` name, if this viewer may see it (``LiveStore.find``)."""
+        try:
+            row = live.find(**words)
+        except NoTrace:
+            if gate is None:
+                raise
+            raise _hidden(ref) from None
+        return _shown(row, ref)
 
     def _latest():
         """The newest boot this viewer may see (the page's ``latest``)."""
@@ -182,7 +198,7 @@ def create_app(state_dir: str | Path, gate: web_auth.KeystoneGate | None = None)
     def trace_page(ref):
         if ref == LATEST:
             return redirect("/live")
-        _shown(live.find(trace_id=_row_id(ref)))  # a 404 page for a trace not held or shown
+        _find(ref, trace_id=_row_id(ref))  # a 404 page for a trace not held or shown
         return send_from_directory(STATIC, "trace.html")
 
     @app.get("/live")
@@ -191,11 +207,11 @@ def create_app(state_dir: str | Path, gate: web_auth.KeystoneGate | None = None)
 
     @app.get("/server/<path:server>")
     def by_server(server):
-        return redirect(f"/trace/{_shown(live.find(server=server)).id}")
+        return redirect(f"/trace/{_find(server, server=server).id}")
 
     @app.get("/request/<path:request_id>")
     def by_request(request_id):
-        return redirect(f"/trace/{_shown(live.find(request_id=request_id)).id}")
+        return redirect(f"/trace/{_find(request_id, request_id=request_id).id}")
 
     @app.get("/favicon.ico")
     def favicon():
@@ -267,13 +283,18 @@ def create_app(state_dir: str | Path, gate: web_auth.KeystoneGate | None = None)
         return _download(sequence.render(model, fmt), mimetype, f"trace-{row.id}.{name}")
 
     def _load(ref):
-        ref = _row_id(ref)
+        asked, ref = ref, _row_id(ref)
         if gate is not None and ref == LATEST:
             ref = _latest()
             if ref is None:
                 return None, []
-        row, spans = live.load(ref)
-        return _shown(row), spans
+        try:
+            row, spans = live.load(ref)
+        except NoTrace:
+            if gate is None:
+                raise
+            raise _hidden(asked) from None
+        return _shown(row, asked), spans
 
     def _existing(ref):
         row, spans = _load(ref)

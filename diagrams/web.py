@@ -26,7 +26,8 @@ JSON, for the pages' scripts and for anyone's ``curl``::
 
 On loopback (the default) the page asks nothing. Bound to any other address, or
 with ``--require-auth``, it asks for a keystone token and shows each project
-only its own boots (``web_auth.py``); admins see every trace::
+only the traces of its own servers (``web_auth.py``), without what identifies a
+guest to the metadata service (``tracing/redact.py``); admins see every trace whole::
 
     /login                    a form that logs in to the deployment's keystone (a cookie)
 
@@ -48,6 +49,7 @@ from werkzeug.exceptions import HTTPException
 
 from novalab.diagrams import web_auth, web_data
 from novalab.diagrams.web_data import LATEST, LiveStore
+from novalab.tracing import redact
 from novalab.tracing.store import NoTrace
 
 STATIC = Path(__file__).with_name("web_static")
@@ -294,6 +296,8 @@ def create_app(state_dir: str | Path, gate: web_auth.KeystoneGate | None = None)
             if gate is None:
                 raise
             raise _hidden(asked) from None
+        if gate is not None and not g.viewer.is_admin:
+            spans = redact.redacted(spans)  # no guest's address (finding 10 of issue 21)
         return _shown(row, asked), spans
 
     def _existing(ref):

@@ -16,6 +16,7 @@ import pytest
 from novalab.diagrams import web, web_auth
 from novalab.reference.deploy import seed
 from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
+from novalab.reference.neutron.agent.metadata import guest_source_address, shared_secret
 from novalab.tracing.otlp_json import OtlpJsonLinesExporter
 from novalab.tracing.setup import Telemetry
 
@@ -176,3 +177,25 @@ def test_a_404_is_the_same_for_no_such_trace_and_not_yours(two_projects):
         assert answers[0].text.replace(ref_theirs, "REF") == \
             answers[1].text.replace(ref_nobodys, "REF"), (theirs, answers[0].text,
                                                           answers[1].text)
+
+
+def test_what_identifies_a_guest_to_the_metadata_service_is_shown_to_admins_only(two_projects):
+    """Issue 21, finding 10: the metadata proxy's SERVER span records the address the
+    guest sends from (``client.address``); whoever reads it can bind that loopback
+    address and read the guest's user_data. Its project's members never see it."""
+    cloud, page, servers = two_projects
+    demo, admin = _token(cloud, "demo", "demo"), _token(cloud, "admin", "admin")
+    ports = httpx.get(f"{cloud.urls['neutron']}/v2.0/ports", headers={"X-Auth-Token": admin},
+                      params={"device_id": servers["demo"]}).json()["ports"]
+    source = guest_source_address(ports[0]["id"], shared_secret(cloud.config.state_dir))
+    own = _boot_of(page, demo, servers["demo"])
+    shown = ("", "/otlp.json", "/jaeger.json")
+    for token, sees in ((admin, True), (demo, False)):
+        for path in (*shown, "/sequence.html", "/sequence.mmd"):
+            response = httpx.get(f"{page.url}/api/trace/{own}{path}",
+                                 headers={"X-Auth-Token": token})
+            assert response.status_code == 200, (path, response.text)
+            if sees and path in shown:
+                assert source in response.text, path
+            elif not sees:
+                assert source not in response.text, path

@@ -17,6 +17,7 @@ below every project, so no project imports the deployment.
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import tempfile
@@ -37,6 +38,7 @@ from novalab.reference.keystone.middleware import (
 )
 from novalab.reference.rpc import RPCServer, Target, get_transport
 from novalab.tracing.http import http_client
+from novalab.tracing.propagation import TrustedContext, context_key
 from novalab.tracing.setup import Telemetry
 
 LOG = logging.getLogger(__name__)
@@ -153,15 +155,25 @@ class Wiring:
         self._transports.append(transport)
         return transport
 
+    @functools.cached_property
+    def trace_key(self) -> bytes:
+        """The deployment's key for trace contexts: its services sign what they send, and
+        join only what is signed (``tracing/propagation.py``)."""
+        from novalab.reference.neutron.agent.metadata import shared_secret
+
+        return context_key(shared_secret(self.config.state_dir))
+
     def http(self, service: str, host: str | None = None, local_address: str | None = None):
-        client = http_client(self.provider(service, host), local_address=local_address)
+        client = http_client(self.provider(service, host), local_address=local_address,
+                             trace_key=self.trace_key)
         self._http_clients.append(client)
         return client
 
     def serve(self, app, service: str, port_key: str) -> str:
-        """Serve ``app`` and record its URL under ``port_key``."""
-        server = ServerThread(app, self.config.bind_host, self.config.ports.get(port_key, 0),
-                              name=service).start()
+        """Serve ``app`` and record its URL under ``port_key``; it joins the trace of
+        a request only when the deployment's key signed its context."""
+        server = ServerThread(TrustedContext(app, self.trace_key), self.config.bind_host,
+                              self.config.ports.get(port_key, 0), name=service).start()
         self._servers.append(server)
         url = f"http://{self.config.advertise_host or server.host}:{server.port}"
         self.urls[port_key] = url

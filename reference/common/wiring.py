@@ -38,6 +38,7 @@ from novalab.reference.keystone.middleware import (
 )
 from novalab.reference.rpc import RPCServer, Target, get_transport
 from novalab.tracing.http import http_client
+from novalab.tracing.private import private_dir
 from novalab.tracing.propagation import TrustedContext, context_key
 from novalab.tracing.setup import Telemetry
 
@@ -103,8 +104,7 @@ class CloudConfig:
     def resolve(self) -> CloudConfig:
         if self.state_dir is None:
             self.state_dir = Path(tempfile.mkdtemp(prefix="novalab-"))
-        self.state_dir = Path(self.state_dir)
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.state_dir = private_dir(self.state_dir)  # 0700: its database, secrets, traces
         if self.db_url is None:
             self.db_url = f"sqlite:///{self.state_dir / 'novalab.db'}"
         if self.transport_url is None:

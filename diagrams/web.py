@@ -24,8 +24,11 @@ JSON, for the pages' scripts and for anyone's ``curl``::
     /api/trace/<id>/callgraph.svg         the call graph (503 when graphviz' dot is missing)
     /api/trace/<id>/otlp.json | jaeger.json | sequence.svg|html|mmd|puml   downloads
 
-On loopback (the default) the page asks nothing. Bound to any other address, or
-with ``--require-auth``, it asks for a keystone token and shows each project
+``novalab web`` on loopback (the default) asks nothing: a store its user owns,
+shown to that user. Bound to any other address, started by ``serve`` or ``up``
+(a shared cloud: every local user reaches loopback; ``--no-web-auth`` for a
+machine of one user), or with ``--require-auth``, it asks for a keystone token
+and shows each project
 only the traces of its own servers (``web_auth.py``), without what identifies a
 guest to the metadata service (``tracing/redact.py``); admins see every trace whole::
 

@@ -1,9 +1,10 @@
 """Who may see which trace, once the trace page is reachable by others.
 
-On loopback the page is the learner's own and asks nothing. Bound to any other
-address (a classroom's lab network), it asks for a keystone token, as every
-OpenStack API does: a login form that posts to the deployment's keystone, or an
-``X-Auth-Token`` header. Keystone validates the token (a token may validate
+``novalab web`` on loopback is the learner's own and asks nothing. Bound to any
+other address (a classroom's lab network), or started by ``serve`` or ``up``
+(a shared cloud), it asks for a keystone token, as every OpenStack API does: a
+login form that posts to the deployment's keystone, or an ``X-Auth-Token``
+header. Keystone validates the token (a token may validate
 itself) and says whose it is.
 
 Which traces a token sees is decided by the cloud itself: a trace is shown to

@@ -118,7 +118,8 @@ class Bench:
                                  "traced" if traced else "untraced", whole_cast)
         config = self.cloud.config
         provider = self.telemetry.provider("novalab-client") if traced else None
-        self.http = http_client(provider)
+        # Signed as `novalab boot`'s client is, so each boot stays one trace.
+        self.http = http_client(provider, trace_key=self.cloud.wiring.trace_key)
         self.client = CloudClient(self.cloud.identity_url, self.http)
         self.client.authenticate("demo", PERSONA_PASSWORD, "demo")
         self.flavor = self.client.find_flavor("m1.nano")["id"]

@@ -24,9 +24,13 @@ JSON, for the pages' scripts and for anyone's ``curl``::
     /api/trace/<id>/callgraph.svg         the call graph (503 when graphviz' dot is missing)
     /api/trace/<id>/otlp.json | jaeger.json | sequence.svg|html|mmd|puml   downloads
 
-On loopback (the default) the page asks nothing. Bound to any other address, or
-with ``--require-auth``, it asks for a keystone token and shows each project
-only its own boots (``web_auth.py``); admins see every trace::
+``novalab web`` on loopback (the default) asks nothing: a store its user owns,
+shown to that user. Bound to any other address, started by ``serve`` or ``up``
+(a shared cloud: every local user reaches loopback; ``--no-web-auth`` for a
+machine of one user), or with ``--require-auth``, it asks for a keystone token
+and shows each project
+only the traces of its own servers (``web_auth.py``), without what identifies a
+guest to the metadata service (``tracing/redact.py``); admins see every trace whole::
 
     /login                    a form that logs in to the deployment's keystone (a cookie)
 
@@ -48,6 +52,7 @@ from werkzeug.exceptions import HTTPException
 
 from novalab.diagrams import web_auth, web_data
 from novalab.diagrams.web_data import LATEST, LiveStore
+from novalab.tracing import redact
 from novalab.tracing.store import NoTrace
 
 STATIC = Path(__file__).with_name("web_static")
@@ -107,11 +112,27 @@ def create_app(state_dir: str | Path, gate: web_auth.KeystoneGate | None = None)
         servers = row.servers if hasattr(row, "servers") else {}
         return gate.may_see(g.viewer, list(servers))
 
-    def _shown(row):
+    def _hidden(ref: str) -> NotFound:
+        """The one 404 of a page with a gate, naming only what the asker gave: the
+        same for a trace the store does not hold and for one this viewer may not
+        see, so the answer tells another project's traces from none."""
+        return NotFound(f"no trace of {ref[:80]!r} here that you may see")
+
+    def _shown(row, ref: str):
         """``row``, or the same 404 as for a trace the store does not hold."""
         if row is not None and not _visible(row):
-            raise NotFound(f"no trace {row.id} here")
+            raise _hidden(ref)
         return row
+
+    def _find(ref: str, **words):
+        """The row ``words`` name, if this viewer may see it (``LiveStore.find``)."""
+        try:
+            row = live.find(**words)
+        except NoTrace:
+            if gate is None:
+                raise
+            raise _hidden(ref) from None
+        return _shown(row, ref)
 
     def _latest():
         """The newest boot this viewer may see (the page's ``latest``)."""
@@ -179,7 +200,7 @@ def create_app(state_dir: str | Path, gate: web_auth.KeystoneGate | None = None)
     def trace_page(ref):
         if ref == LATEST:
             return redirect("/live")
-        _shown(live.find(trace_id=_row_id(ref)))  # a 404 page for a trace not held or shown
+        _find(ref, trace_id=_row_id(ref))  # a 404 page for a trace not held or shown
         return send_from_directory(STATIC, "trace.html")
 
     @app.get("/live")
@@ -188,11 +209,11 @@ def create_app(state_dir: str | Path, gate: web_auth.KeystoneGate | None = None)
 
     @app.get("/server/<path:server>")
     def by_server(server):
-        return redirect(f"/trace/{_shown(live.find(server=server)).id}")
+        return redirect(f"/trace/{_find(server, server=server).id}")
 
     @app.get("/request/<path:request_id>")
     def by_request(request_id):
-        return redirect(f"/trace/{_shown(live.find(request_id=request_id)).id}")
+        return redirect(f"/trace/{_find(request_id, request_id=request_id).id}")
 
     @app.get("/favicon.ico")
     def favicon():
@@ -264,13 +285,20 @@ def create_app(state_dir: str | Path, gate: web_auth.KeystoneGate | None = None)
         return _download(sequence.render(model, fmt), mimetype, f"trace-{row.id}.{name}")
 
     def _load(ref):
-        ref = _row_id(ref)
+        asked, ref = ref, _row_id(ref)
         if gate is not None and ref == LATEST:
             ref = _latest()
             if ref is None:
                 return None, []
-        row, spans = live.load(ref)
-        return _shown(row), spans
+        try:
+            row, spans = live.load(ref)
+        except NoTrace:
+            if gate is None:
+                raise
+            raise _hidden(asked) from None
+        if gate is not None and not g.viewer.is_admin:
+            spans = redact.redacted(spans)  # no guest's address (finding 10 of issue 21)
+        return _shown(row, asked), spans
 
     def _existing(ref):
         row, spans = _load(ref)

@@ -1,14 +1,15 @@
 """Who may see which trace, once the trace page is reachable by others.
 
-On loopback the page is the learner's own and asks nothing. Bound to any other
-address (a classroom's lab network), it asks for a keystone token, as every
-OpenStack API does: a login form that posts to the deployment's keystone, or an
-``X-Auth-Token`` header. Keystone validates the token (a token may validate
+``novalab web`` on loopback is the learner's own and asks nothing. Bound to any
+other address (a classroom's lab network), or started by ``serve`` or ``up``
+(a shared cloud), it asks for a keystone token, as every OpenStack API does: a
+login form that posts to the deployment's keystone, or an ``X-Auth-Token``
+header. Keystone validates the token (a token may validate
 itself) and says whose it is.
 
-Which traces a token sees is decided by the cloud itself: a boot's trace is
-shown to whoever may ``GET /servers/{id}`` of the server it boots (Nova scopes
-that lookup to the caller's project), and every trace to admins. A trace of
+Which traces a token sees is decided by the cloud itself: a trace is shown to
+whoever may ``GET /servers/{id}`` of every server in it (Nova scopes that
+lookup to the caller's project), and every trace to admins. A trace of
 no server (``GET /v3``, a token validation) is admin's only: it may carry
 anyone's request. Answers are cached as long as the services' auth middleware
 caches a token (``token_cache_time``), so the page's one-second polls do not
@@ -143,10 +144,17 @@ class KeystoneGate:
         return viewer
 
     def may_see(self, viewer: Viewer, server_ids) -> bool:
-        """Whether ``viewer`` may see a trace about these servers (none: admin only)."""
+        """Whether ``viewer`` may see a trace about these servers (none: admin only).
+
+        Every one of them, not any: a trace that touched another project's server
+        (a shared request, or a client that sent someone else's trace id) would
+        otherwise show that project's spans to whoever owns one of its servers.
+        """
         if viewer.is_admin:
             return True
-        return any(self._sees_server(viewer, server_id) for server_id in server_ids)
+        server_ids = list(server_ids)
+        return bool(server_ids) and all(self._sees_server(viewer, server_id)
+                                        for server_id in server_ids)
 
     def _sees_server(self, viewer: Viewer, server_id: str) -> bool:
         if not viewer.compute_url or not viewer.project_id:

@@ -211,14 +211,18 @@ def _serve_page(state_dir: Path, path: str) -> None:
         web.serve(state_dir, port=0, on_ready=ready)
 
 
-def _web_page(state_dir: Path, port: int):
-    """`serve`'s trace page on 127.0.0.1:PORT, in a thread; None for port 0 or a busy port."""
+def _web_page(state_dir: Path, port: int, auth_url: str, no_auth: bool = False):
+    """`serve`'s trace page on 127.0.0.1:PORT, in a thread; None for port 0 or a busy port.
+
+    It asks for a keystone login (``auth_url``'s) unless ``no_auth``: the cloud is
+    shared, and every user of this machine reaches loopback.
+    """
     if not port:
         return None
     from novalab.diagrams import web
 
     try:
-        return web.start(state_dir, port=port)
+        return web.start(state_dir, port=port, require_auth=not no_auth, auth_url=auth_url)
     except OSError as exc:
         console.print(Text.assemble((f"novalab: no trace page: {exc}", "yellow"),
                                     " (--web-port picks another)"))
@@ -318,13 +322,16 @@ def _summary(result, by_service: Counter, path: Path,
               help="Address the APIs listen on.")
 @click.option("--web-port", default=8700, show_default=True, type=click.IntRange(0, 65535),
               help="The trace page (novalab web) on 127.0.0.1:PORT; 0: none.")
+@click.option("--no-web-auth", is_flag=True,
+              help="The trace page asks no keystone login: only for a machine no one else "
+                   "logs in to (every local user reaches 127.0.0.1).")
 @click.option("--vif-plugging-timeout", default=300.0, show_default=True,
               type=click.FloatRange(min=0),
               help="Seconds nova-compute waits for network-vif-plugged before failing the "
                    "build (0: no wait); a lab cloud drilling vif-plugged-timeout uses e.g. 5.")
 @topology_option()
 @click.option("-v", "--verbose", is_flag=True, help="Log what the services do.")
-def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port,
+def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port, no_web_auth,
           vif_plugging_timeout, topology, verbose):
     """Run the embedded cloud on the standard ports until interrupted.
 
@@ -335,7 +342,8 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port,
     Spans go to the trace store in STATE_DIR/traces/ (OTLP JSON lines; find
     them with `novalab trace list`) and, when OTEL_EXPORTER_OTLP_ENDPOINT is
     set, over OTLP. The trace page (`novalab web`) shows them on
-    http://127.0.0.1:8700 as they arrive.
+    http://127.0.0.1:8700 as they arrive, to those who log in to the cloud's
+    keystone: each project sees its own servers' traces, admins all of them.
     """
     from novalab.reference.common.credentials import PERSONA_PASSWORD
     from novalab.reference.common.wiring import STANDARD_PORTS
@@ -360,7 +368,7 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port,
     from novalab.labs.service.build import lab_service
 
     lab_service(cloud.wiring, cloud.keystone)  # the course's grading, inside the cloud
-    page = _web_page(state, web_port)
+    page = _web_page(state, web_port, cloud.identity_url, no_web_auth)
     pid_file.parent.mkdir(parents=True, exist_ok=True)
     pid_file.write_text(f"{os.getpid()}\n")
     store.register(state, "serve")

@@ -165,6 +165,9 @@ NOVALAB_STITCH_ROLE = "novalab.stitch.role"
 NOVALAB_STITCH_MATCH = "novalab.stitch.match"
 NOVALAB_STITCH_PARENT_INFERRED = "novalab.stitch.parent_inferred"
 NOVALAB_STITCH_TRACES = "novalab.stitch.traces"
+# On the link from a SERVER span to the context an outside client sent, which the
+# service did not join (tracing/propagation.py, TrustedContext).
+NOVALAB_LINK_UNTRUSTED_PARENT = "novalab.link.untrusted_parent"
 # The traced client of `novalab boot` names what it asked for.
 NOVALAB_SERVER_NAME = "novalab.server.name"
 NOVALAB_SERVER_STATUS = "novalab.server.status"

@@ -27,6 +27,7 @@ from pathlib import Path
 from novalab.tracing import attributes as attr
 from novalab.tracing.model import Span
 from novalab.tracing.otlp_json import decode_attributes, spans_from_lines, spans_to_otlp
+from novalab.tracing.private import private_dir, write_private
 
 HEALTH_USER_AGENT_PREFIX = "novalab-health"
 CLIENT_SERVICE = "novalab-client"
@@ -159,8 +160,7 @@ def merge_stores(state_dirs: Iterable[str | os.PathLike], into: str | os.PathLik
     The span timestamps are each host's clock: keep them in sync (NTP, chrony).
     """
     root = Path(into).absolute()
-    target = root / "traces"
-    target.mkdir(parents=True, exist_ok=True)
+    target = private_dir(root / "traces")
     files, hosts = 0, set()
     for index, state_dir in enumerate(state_dirs, 1):
         source = Path(state_dir)
@@ -168,6 +168,7 @@ def merge_stores(state_dirs: Iterable[str | os.PathLike], into: str | os.PathLik
         for path in trace_files(source):
             copy = target / f"{index}-{source.parent.name or 'host'}-{path.name}"
             shutil.copyfile(path, copy)
+            copy.chmod(0o600)
             files += 1
             with open(copy, encoding="utf-8") as handle:
                 hosts.update(s.host for s in spans_from_lines(handle, str(copy)) if s.host)
@@ -178,10 +179,7 @@ def write(document: dict, path: str | os.PathLike) -> Path:
     """Write an OTLP JSON document atomically (readers never see half a file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(document, indent=1))
-    tmp.replace(path)
-    return path
+    return write_private(path, json.dumps(document, indent=1))
 
 
 def summary(document: dict) -> dict:

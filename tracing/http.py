@@ -16,23 +16,59 @@ import httpx
 from opentelemetry.instrumentation.flask import FlaskInstrumentor
 from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 
+from novalab.tracing import attributes as attr
+from novalab.tracing import propagation
+
 
 def instrument_flask(app, tracer_provider) -> None:
-    """Trace every request ``app`` serves as a SERVER span of its service."""
+    """Trace every request ``app`` serves as a SERVER span of its service.
+
+    A request whose trace context was not trusted (``propagation.TrustedContext``)
+    gets a new trace, and its SERVER span a link to the context the client sent.
+    """
     FlaskInstrumentor.instrument_app(app, tracer_provider=tracer_provider,
-                                     enable_commenter=False)
+                                     enable_commenter=False, request_hook=_link_untrusted)
+
+
+def _link_untrusted(span, environ) -> None:
+    context = environ.get(propagation.UNTRUSTED_CONTEXT)
+    if context is not None and span.is_recording():
+        span.add_link(context, {attr.NOVALAB_LINK_UNTRUSTED_PARENT: True})
+
+
+class SigningTransport(httpx.BaseTransport):
+    """Signs the trace context the instrumentation injected (``X-Trace-HMAC``), so the
+    services it calls join this trace (``propagation.TrustedContext``)."""
+
+    def __init__(self, transport: httpx.BaseTransport, key: bytes):
+        self.transport = transport
+        self.key = key
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        traceparent = request.headers.get("traceparent")
+        if traceparent:
+            request.headers[propagation.HMAC_HEADER] = propagation.signature(
+                self.key, traceparent, request.headers.get("tracestate", ""))
+        return self.transport.handle_request(request)
+
+    def close(self) -> None:
+        self.transport.close()
 
 
 def http_client(tracer_provider=None, *, timeout: float = 30.0,
-                local_address: str | None = None) -> httpx.Client:
+                local_address: str | None = None, trace_key: bytes | None = None
+                ) -> httpx.Client:
     """An HTTP client whose CLIENT spans (and ``traceparent``) belong to one service.
 
     ``tracer_provider=None`` leaves the client uninstrumented (untraced baseline);
-    ``local_address`` is the address its connections come from.
+    ``local_address`` is the address its connections come from; ``trace_key``, the
+    deployment's (``Wiring.trace_key``), makes the services it calls join its trace.
     """
     verify = default_ssl_context()
     transport = (httpx.HTTPTransport(local_address=local_address, verify=verify)
-                 if local_address else None)
+                 if local_address or trace_key else None)
+    if trace_key is not None:
+        transport = SigningTransport(transport, trace_key)
     client = httpx.Client(timeout=timeout, transport=transport, verify=verify)
     if tracer_provider is not None:
         HTTPXClientInstrumentor.instrument_client(client, tracer_provider=tracer_provider)

@@ -35,6 +35,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from novalab.tracing.model import KINDS, Event, Link, Span, frozen
+from novalab.tracing.private import open_private, private_dir, write_private
 
 
 def to_otlp_dict(spans: Sequence[ReadableSpan]) -> dict:
@@ -48,10 +49,7 @@ def write_trace_file(path: str | os.PathLike, spans: Sequence[ReadableSpan]) -> 
     """Write ``spans`` as one OTLP JSON document; returns the path written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(to_otlp_dict(spans), indent=1))
-    tmp.replace(path)
-    return path
+    return write_private(path, json.dumps(to_otlp_dict(spans), indent=1))
 
 
 # The store's retention defaults (docs/tracing.md): a process's file is rotated at
@@ -74,12 +72,12 @@ class OtlpJsonLinesExporter(SpanExporter):
     def __init__(self, path: str | os.PathLike, *, segment_bytes: int = SEGMENT_BYTES,
                  keep_segments: int = KEEP_SEGMENTS, max_age: float = MAX_AGE_SECONDS):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         self.segment_bytes = segment_bytes
         self.keep_segments = keep_segments
         self.max_age = max_age
         self._lock = threading.Lock()
-        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in shutdown
+        self._file = open_private(self.path)  # closed in shutdown; 0600 (tracing/private.py)
         self.prune()
 
     def segments(self) -> list[Path]:
@@ -105,7 +103,7 @@ class OtlpJsonLinesExporter(SpanExporter):
         self._file.close()
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time() % 1:.6f}"[1:]
         self.path.replace(self.path.with_name(f"{self.path.stem}.{stamp}Z.jsonl"))
-        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+        self._file = open_private(self.path)
         self.prune()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:

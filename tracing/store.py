@@ -41,6 +41,7 @@ from novalab.tracing import stitch
 from novalab.tracing.collect import incomplete, started_by_request, trace_files
 from novalab.tracing.model import Span
 from novalab.tracing.otlp_json import spans_from_lines, spans_from_otlp, spans_to_otlp
+from novalab.tracing.private import open_private, private_dir, write_private
 
 INDEX_VERSION = 2
 ENV_STATE_DIR = "NOVALAB_STATE_DIR"
@@ -203,8 +204,8 @@ class TraceStore:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self.traces_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.traces_dir / ".index.lock", "a") as lock:
+        private_dir(self.traces_dir)
+        with open_private(self.traces_dir / ".index.lock") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 yield
@@ -226,9 +227,7 @@ class TraceStore:
     def _save_index(self) -> None:
         data = {"version": INDEX_VERSION, "files": self._offsets, "derived": self._derived,
                 "traces": {tid: s.to_dict() for tid, s in self.summaries.items()}}
-        tmp = self.index_path.with_name(f".index.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, separators=(",", ":")))
-        tmp.replace(self.index_path)
+        write_private(self.index_path, json.dumps(data, separators=(",", ":")))
 
     def refresh(self) -> TraceStore:
         """Read what the processes appended since the last refresh; forget pruned files."""

@@ -17,6 +17,7 @@ below every project, so no project imports the deployment.
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import tempfile
@@ -39,6 +40,8 @@ from novalab.reference.keystone.middleware import (
 )
 from novalab.reference.rpc import RPCServer, Target, get_transport
 from novalab.tracing.http import http_client
+from novalab.tracing.private import private_dir
+from novalab.tracing.propagation import TrustedContext, context_key
 from novalab.tracing.setup import Telemetry
 
 LOG = logging.getLogger(__name__)
@@ -112,8 +115,7 @@ class CloudConfig:
     def resolve(self) -> CloudConfig:
         if self.state_dir is None:
             self.state_dir = Path(tempfile.mkdtemp(prefix="novalab-"))
-        self.state_dir = Path(self.state_dir)
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.state_dir = private_dir(self.state_dir)  # 0700: its database, secrets, traces
         if self.db_url is None:
             self.db_url = f"sqlite:///{self.state_dir / 'novalab.db'}"
         if self.transport_url is None:
@@ -171,15 +173,25 @@ class Wiring:
         self._transports.append(transport)
         return transport
 
+    @functools.cached_property
+    def trace_key(self) -> bytes:
+        """The deployment's key for trace contexts: its services sign what they send, and
+        join only what is signed (``tracing/propagation.py``)."""
+        from novalab.reference.neutron.agent.metadata import shared_secret
+
+        return context_key(shared_secret(self.config.state_dir))
+
     def http(self, service: str, host: str | None = None, local_address: str | None = None):
-        client = http_client(self.provider(service, host), local_address=local_address)
+        client = http_client(self.provider(service, host), local_address=local_address,
+                             trace_key=self.trace_key)
         self._http_clients.append(client)
         return client
 
     def serve(self, app, service: str, port_key: str) -> str:
-        """Serve ``app`` and record its URL under ``port_key``."""
-        server = ServerThread(app, self.config.bind_host, self.config.ports.get(port_key, 0),
-                              name=service).start()
+        """Serve ``app`` and record its URL under ``port_key``; it joins the trace of
+        a request only when the deployment's key signed its context."""
+        server = ServerThread(TrustedContext(app, self.trace_key), self.config.bind_host,
+                              self.config.ports.get(port_key, 0), name=service).start()
         self._servers.append(server)
         url = f"http://{self.config.advertise_host or server.host}:{server.port}"
         self.urls[port_key] = url

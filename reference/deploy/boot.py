@@ -76,13 +76,17 @@ def server_extra(request: BootRequest, image_id: str) -> dict:
 
 
 def client_boot(tracer, provider, auth_url: str, password: str, request: BootRequest,
-                on_change: Callable[[dict], None] | None = None) -> tuple[dict, int, float]:
+                on_change: Callable[[dict], None] | None = None,
+                trace_key: bytes | None = None) -> tuple[dict, int, float]:
     """The user's side of a boot, under one root span: ``(server, trace id, seconds)``.
 
     Authenticate, look the flavor and image up, post the server and poll it to
     ACTIVE or ERROR, with an HTTP client traced by ``provider`` (None: untraced).
+    ``trace_key`` (the deployment's, which only its owner can read) signs the
+    client's trace context, so the services join it: one boot, one trace
+    (``tracing/propagation.py``); without it each request starts a trace of its own.
     """
-    with http_client(provider) as http:
+    with http_client(provider, trace_key=trace_key) as http:
         client = CloudClient(auth_url, http)
         started = time.perf_counter()
         with tracer.start_as_current_span("openstack server create", attributes={
@@ -112,7 +116,7 @@ def boot(cloud: EmbeddedCloud, request: BootRequest,
     server, trace_id, elapsed = client_boot(telemetry.tracer(CLIENT_SERVICE, "novalab.client"),
                                             provider, cloud.identity_url,
                                             cloud.config.credentials.password_for(request.username),
-                                            request, on_change)
+                                            request, on_change, trace_key=cloud.wiring.trace_key)
     cloud.wait_idle()
     spans = collect_trace(telemetry, trace_id)
     return BootResult(server=server, trace_id=trace_id, elapsed=elapsed, spans=spans,

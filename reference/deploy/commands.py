@@ -152,6 +152,9 @@ def _print_env(record: dict, state_dir: Path) -> None:
               help="Seconds each service may take to become healthy.")
 @click.option("--web-port", default=8700, show_default=True, type=click.IntRange(0, 65535),
               help="The trace page (novalab web) on 127.0.0.1:PORT, one more unit; 0: none.")
+@click.option("--no-web-auth", is_flag=True,
+              help="The trace page asks no keystone login on loopback: only for a machine "
+                   "no one else logs in to (every local user reaches 127.0.0.1).")
 @click.option("--vif-plugging-timeout", type=click.FloatRange(min=0), default=None,
               help=VIF_PLUGGING_TIMEOUT_HELP + " Default: the running deployment's, else 300.")
 @topology_option(default=None, extra=" Default: the running deployment's, else classic; "
@@ -159,7 +162,7 @@ def _print_env(record: dict, state_dir: Path) -> None:
                                      "first to change it).")
 @BIND
 @ADVERTISE
-def up(computes, transport_url, db_url, otlp, state_dir, timeout, web_port,
+def up(computes, transport_url, db_url, otlp, state_dir, timeout, web_port, no_web_auth,
        vif_plugging_timeout, topology, bind_address, advertise_address):
     """Start every service as its own process, on the standard loopback ports.
 
@@ -175,6 +178,7 @@ def up(computes, transport_url, db_url, otlp, state_dir, timeout, web_port,
     options = processes.UpOptions(computes=computes, transport_url=transport_url,
                                   db_url=db_url, otlp=otlp, state_dir=state_dir,
                                   timeout=timeout, web_port=web_port,
+                                  web_no_auth=no_web_auth,
                                   vif_plugging_timeout=vif_plugging_timeout,
                                   topology=topology, bind_address=bind_address,
                                   advertise_address=advertise_address)

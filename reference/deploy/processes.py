@@ -79,6 +79,8 @@ SERVICE_MODULE = "novalab.reference.deploy.commands"
 WEB_UNIT = "novalab-web"  # the trace page: a unit of the deployment, not a service
 WEB_PORT = 8700
 ENV_WEB_PORT = "NOVALAB_WEB_PORT"
+# "1": the trace page asks no login on loopback (`up --no-web-auth`).
+ENV_WEB_NO_AUTH = "NOVALAB_WEB_NO_AUTH"
 START_TIMEOUT = 60.0
 STOP_GRACE = 10.0
 # [DEFAULT] vif_plugging_timeout of every nova-compute, through the environment.
@@ -313,7 +315,9 @@ def run_web_page(state_dir: str | os.PathLike, *, port: int | None = None,
 
     Run as ``novalab service novalab-web`` so that it is a unit like the others:
     a pid file, a ready file whose ``http`` URL ``status`` probes, stopped by
-    ``down``. The port comes from ``$NOVALAB_WEB_PORT`` (``up --web-port``).
+    ``down``. The port comes from ``$NOVALAB_WEB_PORT`` (``up --web-port``). It asks
+    for a login to the deployment's keystone, even on loopback (every local user
+    reaches it), unless ``$NOVALAB_WEB_NO_AUTH`` is 1 (``up --no-web-auth``).
     """
     from novalab.diagrams import web
 
@@ -323,10 +327,11 @@ def run_web_page(state_dir: str | os.PathLike, *, port: int | None = None,
     stop = stop or _stop_on_signals()
     with _exit_recorded(state, unit, stop):
         try:
-            # Off loopback the page asks for a keystone token: keystone is up already
-            # (the page starts last), state.json names it only once `up` is done.
+            # The page asks for a keystone token: keystone is up already (the page
+            # starts last), state.json names it only once `up` is done.
             keystone = running_urls(state).get("keystone")
             server = web.start(state.root, host, port,
+                               require_auth=os.environ.get(ENV_WEB_NO_AUTH) != "1",
                                auth_url=f"{keystone}/v3" if keystone else None)
         except OSError as exc:
             raise DeployError(f"{exc} (`novalab up --web-port PORT` picks another port; 0: "
@@ -411,6 +416,7 @@ class UpOptions:
     state_dir: str | os.PathLike = ".novalab-up"
     timeout: float = START_TIMEOUT
     web_port: int = WEB_PORT  # the trace page on 127.0.0.1; 0: none
+    web_no_auth: bool = False  # the trace page asks no login (a machine of one user)
     # nova-compute's; None: what the running deployment uses, else the default
     vif_plugging_timeout: float | None = None
     # TOPOLOGIES; None: the running deployment's, else classic
@@ -477,6 +483,7 @@ def _spawn(unit: Unit, state: StateDir, options: UpOptions,
         env.pop(ENV_ADVERTISE, None)
     if unit.name == WEB_UNIT:
         env[ENV_WEB_PORT] = str(options.web_port)
+        env[ENV_WEB_NO_AUTH] = "1" if options.web_no_auth else "0"
     state.ready_file(unit).unlink(missing_ok=True)
     with open(state.log(unit), "a") as log:
         log.write(f"--- {_now()} novalab up starts {unit.id}\n")

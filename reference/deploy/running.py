@@ -22,7 +22,9 @@ from novalab.reference.deploy.boot import (
     client_boot,
 )
 from novalab.reference.deploy.statedir import StateDir
+from novalab.reference.neutron.agent.metadata import shared_secret
 from novalab.tracing import collect
+from novalab.tracing.propagation import context_key
 
 
 class NotRunning(Exception):
@@ -58,7 +60,8 @@ def boot_against_running(state_dir: str | os.PathLike, request: BootRequest,
         server, trace_id, elapsed = client_boot(
             telemetry.tracer(CLIENT_SERVICE, "novalab.client"),
             telemetry.provider(CLIENT_SERVICE), state["os_env"]["OS_AUTH_URL"],
-            Credentials.of(state_dir.root).password_for(request.username), request, on_change)
+            Credentials.of(state_dir.root).password_for(request.username), request, on_change,
+            trace_key=context_key(shared_secret(state_dir.root)))
     finally:
         telemetry.shutdown()  # flushes the client's file before we read the others
     spans = collect.wait_for_trace(state_dir.traces, format(trace_id, "032x"),

@@ -19,6 +19,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from novalab.tracing.private import private_dir
+
 DEFAULT_STATE_DIR = ".novalab-up"
 DEFAULT_TRANSPORT = "amqp://guest:guest@127.0.0.1:5672/"
 DEFAULT_DB = "postgresql+psycopg://postgres@127.0.0.1:5432/novalab"
@@ -96,6 +98,7 @@ class StateDir:
         return self.traces / f"{unit_id}.jsonl"
 
     def make(self) -> StateDir:
+        private_dir(self.root)  # 0700: logs, traces, secrets (tracing/private.py)
         for sub in ("logs", "run", "traces"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         return self

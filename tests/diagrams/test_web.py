@@ -33,7 +33,7 @@ from novalab.diagrams import jaeger, web
 from novalab.diagrams.check import check
 from novalab.diagrams.flows import get_flow
 from novalab.diagrams.model import Span, Trace
-from novalab.reference.deploy.statedir import StateDir, Unit
+from novalab.reference.deploy.statedir import StateDir, Unit, write_json
 from novalab.tracing.otlp_json import spans_from_otlp, spans_to_otlp
 from novalab.tracing.store import TraceStore
 
@@ -325,14 +325,26 @@ def test_novalab_web_on_a_busy_port_says_so(store_dir):
 
 
 def test_serve_hosts_the_page_on_its_state_dir(tmp_path, standard_ports):
+    """The page of a shared cloud asks for a keystone login even on loopback, which
+    every local user reaches (issue 21, finding 10)."""
     proc = subprocess.Popen([*NOVALAB, "serve", "--state-dir", str(tmp_path), "--web-port",
                              str(_free_port())], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     try:
+        env = {}
+        for name in ("OS_AUTH_URL", "OS_USERNAME", "OS_PASSWORD", "OS_PROJECT_NAME"):
+            env[name] = _read_until(proc, f"export {name}=").strip().split("=", 1)[1]
         url = _read_until(proc, "# trace page: ").split()[-1]
-        doc = httpx.get(url + "api/traces").json()
+        assert httpx.get(url + "api/traces").status_code == 401
+        assert httpx.get(url).headers["Location"].startswith("/login")
+        login = httpx.post(f"{env['OS_AUTH_URL']}/auth/tokens", json={"auth": {"identity": {
+            "methods": ["password"], "password": {"user": {
+                "name": env["OS_USERNAME"], "domain": {"id": "default"},
+                "password": env["OS_PASSWORD"]}}}, "scope": {"project": {
+                    "name": env["OS_PROJECT_NAME"], "domain": {"id": "default"}}}}})
+        doc = httpx.get(url + "api/traces",
+                        headers={"X-Auth-Token": login.headers["X-Subject-Token"]}).json()
         assert doc["traces_dir"] == str(tmp_path / "traces")
-        assert httpx.get(url).status_code == 200
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
@@ -347,6 +359,9 @@ def test_up_runs_the_page_as_one_more_unit(tmp_path, monkeypatch):
     assert processes.plan(2)[-1] == Unit(processes.WEB_UNIT)
     assert Unit(processes.WEB_UNIT) not in processes.plan(2, web=False)
     monkeypatch.setenv(processes.ENV_WEB_PORT, "0")
+    # Its keystone, as `up` starts it first (the page asks nothing of it until a login).
+    keystone = StateDir(tmp_path).make().ready_file(Unit("keystone"))
+    write_json(keystone, {"pid": os.getpid(), "urls": {"keystone": "http://127.0.0.1:9"}})
     stop, ready = threading.Event(), {}
     runner = threading.Thread(target=processes.run_service, args=(processes.WEB_UNIT, None),
                               kwargs={"transport_url": "memory://", "db_url": "sqlite://",
@@ -359,6 +374,7 @@ def test_up_runs_the_page_as_one_more_unit(tmp_path, monkeypatch):
             time.sleep(0.02)
         url = ready["http"]["web"]
         assert health.http_version_doc(url).ok
+        assert httpx.get(f"{url}/api/traces").status_code == 401, "a shared cloud's page"
         assert StateDir(tmp_path).ready(Unit(processes.WEB_UNIT))["http"] == {"web": url}
     finally:
         stop.set()

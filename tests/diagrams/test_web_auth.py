@@ -17,6 +17,7 @@ from novalab.diagrams import web, web_auth
 from novalab.reference.common.credentials import PERSONA_PASSWORD
 from novalab.reference.deploy import seed
 from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
+from novalab.reference.neutron.agent.metadata import guest_source_address, shared_secret
 from novalab.tracing.otlp_json import OtlpJsonLinesExporter
 from novalab.tracing.setup import Telemetry
 
@@ -188,3 +189,64 @@ def test_the_page_trusts_a_token_no_longer_than_the_services(monkeypatch):
     now["t"] += 1.0                               # past the services' token_cache_time
     with pytest.raises(web_auth.AuthFailed):
         gate.validate("tok")
+
+
+def test_a_trace_is_shown_only_to_who_may_see_every_server_in_it(two_projects):
+    """Issue 21, finding 11: one server of yours in a trace did show all of it (``any``)."""
+    cloud, _page, servers = two_projects
+    gate = web_auth.KeystoneGate(cloud.identity_url)
+    demo = gate.validate(_token(cloud, "demo", "demo"))
+    both = [servers["demo"], servers["alt_demo"]]
+    assert gate.may_see(demo, [servers["demo"]])
+    assert not gate.may_see(demo, both)
+    assert not gate.may_see(demo, [])
+    assert gate.may_see(gate.validate(_token(cloud, "admin", "admin")), both)
+
+
+def test_a_404_is_the_same_for_no_such_trace_and_not_yours(two_projects):
+    """Issue 21, finding 11: the 404 for another project's server named its trace id."""
+    cloud, page, servers = two_projects
+    demo, alt = _token(cloud, "demo", "demo"), _token(cloud, "alt_demo", "alt_demo")
+    alt_row = next(r for r in _rows(page, alt)
+                   if servers["alt_demo"] in {s["id"] for s in r["servers"]})
+    theirs_request = alt_row["create_request_id"] or alt_row["request_ids"][0]
+    pairs = [(f"/api/trace/{alt_row['trace_id']}", "/api/trace/" + "0" * 32),
+             (f"/trace/{alt_row['trace_id']}", "/trace/" + "0" * 32),
+             (f"/api/trace/{alt_row['trace_id']}/otlp.json", f"/api/trace/{'0' * 32}/otlp.json"),
+             ("/server/alt_demo-vm", "/server/nobody-vm"),
+             (f"/server/{servers['alt_demo']}", "/server/00000000-0000-0000-0000-000000000000"),
+             (f"/request/{theirs_request}", "/request/req-00000000-0000-0000-0000-000000000000")]
+    for theirs, nobodys in pairs:
+        answers = [httpx.get(page.url + path, headers={"X-Auth-Token": demo})
+                   for path in (theirs, nobodys)]
+        assert [a.status_code for a in answers] == [404, 404], theirs
+        if alt_row["trace_id"] not in theirs:  # never named unless the asker named it
+            assert alt_row["trace_id"] not in answers[0].text, (theirs, answers[0].text)
+        ref_theirs, ref_nobodys = next((a, b) for a, b in zip(theirs.split("/"),
+                                                              nobodys.split("/"), strict=True)
+                                  if a != b)
+        assert answers[0].text.replace(ref_theirs, "REF") == \
+            answers[1].text.replace(ref_nobodys, "REF"), (theirs, answers[0].text,
+                                                          answers[1].text)
+
+
+def test_what_identifies_a_guest_to_the_metadata_service_is_shown_to_admins_only(two_projects):
+    """Issue 21, finding 10: the metadata proxy's SERVER span records the address the
+    guest sends from (``client.address``); whoever reads it can bind that loopback
+    address and read the guest's user_data. Its project's members never see it."""
+    cloud, page, servers = two_projects
+    demo, admin = _token(cloud, "demo", "demo"), _token(cloud, "admin", "admin")
+    ports = httpx.get(f"{cloud.urls['neutron']}/v2.0/ports", headers={"X-Auth-Token": admin},
+                      params={"device_id": servers["demo"]}).json()["ports"]
+    source = guest_source_address(ports[0]["id"], shared_secret(cloud.config.state_dir))
+    own = _boot_of(page, demo, servers["demo"])
+    shown = ("", "/otlp.json", "/jaeger.json")
+    for token, sees in ((admin, True), (demo, False)):
+        for path in (*shown, "/sequence.html", "/sequence.mmd"):
+            response = httpx.get(f"{page.url}/api/trace/{own}{path}",
+                                 headers={"X-Auth-Token": token})
+            assert response.status_code == 200, (path, response.text)
+            if sees and path in shown:
+                assert source in response.text, path
+            elif not sees:
+                assert source not in response.text, path

@@ -298,3 +298,31 @@ def test_a_create_without_wait_does_not_take_the_next_boot_as_its_own(traces_dir
     assert len([s for s in polls.spans if s.name == "poll"]) == 2
     assert not any(s.name == "poll" for s in TraceStore(traces_dir.parent).select(
         server=first, timeout=0, settle=0).spans)
+
+
+def _mode(path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_only_the_owner_may_read_the_stores_files(tmp_path):
+    """Issue 21, finding 10: trace files were 0644, so any local user read every trace
+    (and the guest addresses in them) from disk."""
+    state = tmp_path / "state"
+    exporter = OtlpJsonLinesExporter(state / "traces" / "serve.jsonl", segment_bytes=1)
+    exporter.export(_finished_spans(1))
+    exporter.export(_finished_spans(1))  # the first segment was rotated: a new file
+    exporter.shutdown()
+    TraceStore(state).refresh()
+    files = sorted(p for p in (state / "traces").iterdir())
+    assert len([p for p in files if p.suffix == ".jsonl"]) >= 2
+    assert {p.name: _mode(p) for p in files} == dict.fromkeys((p.name for p in files), 0o600)
+    assert _mode(state / "traces") == 0o700
+
+
+def test_a_trace_file_is_the_owners_only(tmp_path):
+    from novalab.tracing.collect import write
+    from novalab.tracing.otlp_json import write_trace_file
+
+    assert _mode(write_trace_file(tmp_path / "out" / "trace.json", _finished_spans(1))) == 0o600
+    assert _mode(write(json.loads((tmp_path / "out" / "trace.json").read_text()),
+                       tmp_path / "collected.json")) == 0o600

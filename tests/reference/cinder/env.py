@@ -116,8 +116,9 @@ class CinderEnv:
         return self.rados.open_ioctx("volumes")
 
     def traced_client(self):
-        """An HTTP client whose requests start traces (the test plays a traced client)."""
-        return http_client(self.w.provider("test-client"))
+        """An HTTP client whose requests start traces (the test plays a traced client of
+        the deployment's owner: it signs its context, so the services join its trace)."""
+        return http_client(self.w.provider("test-client"), trace_key=self.w.trace_key)
 
     def tracer(self) -> trace.Tracer:
         return self.w.tracer("test-client")

@@ -55,3 +55,14 @@ def test_rpc_servers_record_their_topics_on_any_exchange(tmp_path):
     finally:
         w.close()
         telemetry.shutdown()
+
+
+def test_the_state_dir_is_its_owners_only(tmp_path):
+    """Issue 21, finding 10: a state dir made 0755 let any local user read the database,
+    the instance files and the traces; one made by an older novalab is tightened."""
+    made = CloudConfig(state_dir=tmp_path / "new").resolve().state_dir
+    older = tmp_path / "older"
+    older.mkdir(mode=0o755)
+    older.chmod(0o755)
+    CloudConfig(state_dir=older).resolve()
+    assert [p.stat().st_mode & 0o777 for p in (made, older)] == [0o700, 0o700]

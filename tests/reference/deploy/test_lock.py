@@ -47,3 +47,11 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
     holder.send_signal(signal.SIGKILL)
     holder.wait(timeout=10)
     StateDirLock(tmp_path).acquire().release()
+
+
+def test_up_makes_its_state_dir_its_owners_only(tmp_path):
+    """Issue 21, finding 10: `up`'s state dir (logs, traces, pid files) was 0755."""
+    from novalab.reference.deploy.statedir import StateDir
+
+    root = StateDir(tmp_path / ".novalab-up").make().root
+    assert root.stat().st_mode & 0o777 == 0o700

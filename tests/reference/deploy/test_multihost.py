@@ -42,8 +42,10 @@ from novalab.diagrams.load import load_trace
 from novalab.reference.common.credentials import PERSONA_PASSWORD
 from novalab.reference.deploy.client import CloudClient
 from novalab.reference.deploy.statedir import StateDir, Unit
+from novalab.reference.neutron.agent.metadata import shared_secret
 from novalab.tracing import attributes as attr
 from novalab.tracing.otlp_json import decode_attributes
+from novalab.tracing.propagation import context_key
 
 # e2e: hosts in network namespaces, private services
 pytestmark = [pytest.mark.amqp, pytest.mark.postgresql, pytest.mark.e2e]
@@ -135,7 +137,9 @@ def _compute(hosts: Hosts, host: str, state_dir: Path, mq, pg) -> subprocess.Pop
     state = StateDir(state_dir).make()
     env = dict(os.environ, PYTHONUNBUFFERED="1", NOVALAB_TRANSPORT_URL=mq.url,
                NOVALAB_DB_URL=pg.url("novalab"), NOVALAB_BIND_ADDRESS=HOSTS[host],
-               NOVALAB_URLS_FROM="catalog", NOVALAB_VIF_PLUGGING_TIMEOUT="10")
+               NOVALAB_URLS_FROM="catalog", NOVALAB_VIF_PLUGGING_TIMEOUT="10",
+               NOVALAB_METADATA_SECRET=shared_secret(state_dir.parents[1] / "controller"
+                                                     / ".novalab-up"))
     with hosts.inside(host), open(state.log(Unit("nova-compute", host)), "a") as log:
         return subprocess.Popen([*NOVALAB, "service", "nova-compute", "--host", host,
                                  "--state-dir", str(state_dir)], env=env, stdout=log,
@@ -231,7 +235,7 @@ def _boot_two(state_dir: Path) -> tuple[str, list[dict]]:
                           otlp=False)
     provider = telemetry.provider("novalab-client")
     try:
-        with http_client(provider) as http:
+        with http_client(provider, trace_key=context_key(shared_secret(state_dir))) as http:
             client = CloudClient(record["os_env"]["OS_AUTH_URL"], http)
             tracer = provider.get_tracer("novalab.client")
             with tracer.start_as_current_span("openstack server create") as root:

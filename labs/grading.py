@@ -108,6 +108,9 @@ class Context:
     # nothing before it counts: ``started_at`` (seconds since the epoch), 0: all.
     parameters: dict = field(default_factory=dict)
     started_at: float = 0.0
+    # The learner's keystone user id, when known (the lab service's): what cleanup
+    # checks against the maker a resource records.
+    user_id: str = ""
     # One grade reads each boot's trace once, however many checks look at it.
     _boots: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -187,8 +190,16 @@ class Context:
             raise Fail(f"no trace has the request id {request_id!r}: copy it from "
                        f"{copy_from}") from exc
         trace = Trace.of(selection.spans)
+        self._require_this_attempt(trace, f"the request {request_id}")
         return trace, [s for s in trace if s.kind == "SERVER"
                        and s.get(attr.OPENSTACK_REQUEST_ID) == request_id]
+
+    def _require_this_attempt(self, trace: Trace, what: str) -> None:
+        """Nothing done before this attempt started counts: a new attempt (``lab reset``,
+        or ``lab start`` after ``finish``) needs the work done again."""
+        if self.started_at and trace.start_ns / 1e9 < self.started_at:
+            raise Fail(f"{what} was made before this attempt at the lab started: do it "
+                       "again, now")
 
     def as_guest(self, port: dict, path: str) -> httpx.Response:
         """GET ``path`` from the metadata proxy as the guest on ``port`` would: from the
@@ -217,6 +228,9 @@ class Context:
             try:
                 selection = self.store.select(server=server["id"], timeout=self.trace_timeout)
                 self._boots[key] = Trace.of(selection.spans)
+                self._require_this_attempt(self._boots[key], f"the boot of {name}")
+            except Fail as failure:
+                self._boots[key] = failure
             except NoTrace as exc:
                 self._boots[key] = Fail(f"no trace of the boot of {name} in "
                                         f"{self.cloud.state_dir}: {exc}")

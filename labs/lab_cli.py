@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 import time
@@ -107,8 +108,28 @@ def _workdir(clouds: LabClouds, lab) -> Path:
     return clouds.home / "work" / lab.name
 
 
+_FENCE = re.compile(r"^```[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
+
+
 def _markdown(text: str) -> None:
-    out.print(Markdown(text))
+    """Prose as rich Markdown, fitted to the terminal; commands exactly as written.
+
+    Rich wraps and pads a code block to the terminal's width, so a command longer than
+    the terminal came out as two broken lines with spaces around them, which no shell
+    runs when pasted. Code blocks are printed raw instead: one line per line, however
+    narrow the terminal (the terminal itself folds what is too long, and copies it
+    back whole).
+    """
+    at = 0
+    for block in _FENCE.finditer(text):
+        if text[at:block.start()].strip():
+            out.print(Markdown(text[at:block.start()]))
+            out.print()
+        out.print(block.group(1).rstrip("\n"), soft_wrap=True)
+        out.print()
+        at = block.end()
+    if text[at:].strip():
+        out.print(Markdown(text[at:]))
 
 
 @click.group("lab")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import shutil
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from novalab.labs import cleanup
@@ -45,15 +46,13 @@ class Runner:
     def context(self, lab: Lab, learner: Learner, token: str, attempt: dict,
                 workdir: Path) -> Context:
         started = attempt.get("started_at")
-        from datetime import datetime
-
-        started_at = datetime.fromisoformat(started.rstrip("Z")).timestamp() \
-            if started else 0.0
+        started_at = datetime.fromisoformat(started.rstrip("Z")).replace(tzinfo=UTC) \
+            .timestamp() if started else 0.0
         return Context(lab=lab, cloud=self.cloud, user=learner.user_name, password="",
                        project=learner.project_name, workdir=workdir,
                        answers=dict(attempt.get("answers") or {}), token=token,
                        parameters=dict(attempt.get("parameters") or {}),
-                       started_at=started_at)
+                       started_at=started_at, user_id=learner.user_id)
 
     @staticmethod
     def learner_folder(attempt: dict) -> Path:

@@ -71,3 +71,44 @@ def test_lab_status_and_answer_print_the_learner_and_the_answer_as_written(monke
                                 env={"COLUMNS": "250"})
     assert answer.exit_code == 0, answer.output
     assert f"host: {ODD} (recorded" in answer.output
+
+
+def test_lab_step_prints_every_command_whole_at_any_width(monkeypatch, tmp_path):
+    """Issue 21, item 5: rich wrapped a guide's code blocks at the terminal's width (80
+    columns, or 40), so a pasted command broke in two. Every line of a step's code
+    blocks is printed as one line, exactly as written."""
+    import re
+
+    from novalab.labs.course import find
+
+    monkeypatch.setenv("NOVALAB_LAB_HOME", str(tmp_path))
+    monkeypatch.setenv("OS_USERNAME", "demo")
+    lab = find("13")
+    step = lab.guide_steps[0]
+    commands = [line for block in re.findall(r"^```sh\n(.*?)^```", lab.render(step.body, "demo"),
+                                              re.M | re.S) for line in block.splitlines()]
+    assert max(len(line) for line in commands) > 100  # the test means something
+    for width in ("40", "80"):
+        shown = CliRunner().invoke(lab_cli.lab_group, ["step", "13", "1"],
+                                   env={"COLUMNS": width})
+        assert shown.exit_code == 0, shown.output
+        lines = shown.output.splitlines()
+        for command in commands:
+            assert command in lines, (width, command)
+
+
+def test_finish_and_status_against_a_dead_cloud_say_so_without_a_traceback(monkeypatch,
+                                                                           tmp_path):
+    """Issue 21, item 5: `lab finish` against a cloud that died printed a traceback;
+    both commands now say the cloud is gone, when its log last moved and how it ended."""
+    monkeypatch.setenv("NOVALAB_LAB_HOME", str(tmp_path))
+    log = tmp_path / "cloud" / "serve.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("starting\nMemoryError: the machine ran out\n")
+    finish = CliRunner().invoke(lab_cli.lab_group, ["finish", "00"], env={"COLUMNS": "200"})
+    assert finish.exit_code == 2
+    text = finish.output
+    assert "no cloud runs for the labs" in text and "novalab lab start" in text
+    assert "MemoryError: the machine ran out" in text and "Traceback" not in text
+    status = CliRunner().invoke(lab_cli.lab_group, ["status"], env={"COLUMNS": "200"})
+    assert status.exit_code == 0 and "MemoryError: the machine ran out" in status.output

@@ -11,7 +11,6 @@ import pytest
 from novalab.labs import lab_cli
 from novalab.labs.cloud import LabClouds
 from novalab.labs.course import Lab
-from novalab.labs.progress import Progress
 
 
 def _lab(tmp_path, name="04-scheduling", cloud="") -> Lab:
@@ -73,13 +72,13 @@ def test_another_shape_restarts_the_cloud_unless_labs_are_in_progress(tmp_path, 
     assert not stopped
 
     lab = _lab(tmp_path, cloud="[cloud]\ncomputes = 2\n")
-    progress = Progress(clouds.home, "demo")
-    progress.started("00-orientation", str(clouds.lab_dir))
-    progress.started("03-elsewhere", "/some/running/cloud")  # not on the lab cloud
+    # The lab cloud's service counts the learner's attempts: one in progress on it.
+    attempts = {"00-orientation": [{"finished_at": None, "passed_at": None}]}
+    monkeypatch.setattr(lab_cli, "_attempts_by_lab", lambda _clouds: attempts)
     with pytest.raises(SystemExit):
         lab_cli._reshape(lab, clouds)
     assert not stopped
 
-    progress.update("00-orientation", finished=1.0)
+    attempts["00-orientation"][0]["finished_at"] = "2026-11-28T15:00:00Z"
     lab_cli._reshape(lab, clouds)
     assert stopped == [True]

@@ -9,19 +9,23 @@ import base64
 
 import httpx
 import pytest
-from conftest import make_cloud
 
 from novalab.labs.client import LabService, ServiceError
 from novalab.labs.service.build import lab_service
 from novalab.reference.common.credentials import PERSONA_PASSWORD
+from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
+from novalab.tracing.setup import Telemetry
 
 
 @pytest.fixture(scope="module")
 def cloud(tmp_path_factory):
-    with make_cloud(tmp_path_factory.mktemp("labs")) as running:
+    """A cloud as `serve` runs it: spans in its trace store, the lab service beside it."""
+    state = tmp_path_factory.mktemp("labs") / "cloud"
+    telemetry = Telemetry(file_path=state / "traces" / "serve.jsonl")
+    with EmbeddedCloud(CloudConfig(state_dir=state), telemetry) as running:
         lab_service(running.wiring, running.keystone)
         yield running
-    running.telemetry.shutdown()
+    telemetry.shutdown()
 
 
 def _session(cloud, user: str, project: str | None = None) -> LabService:
@@ -131,3 +135,38 @@ def test_no_token_or_an_unscoped_one_gets_nothing(cloud, demo):
     token = unscoped.headers["X-Subject-Token"]
     answer = httpx.get(f"{demo.url}/attempts", headers={"X-Auth-Token": token})
     assert answer.status_code == 403
+
+
+def _bad_create(cloud, demo) -> str:
+    """A POST /servers nova-api refuses (no flavorRef): its request id."""
+    session = _session(cloud, "demo")
+    token = session.token
+    session.close()
+    compute = f"{cloud.urls['nova']}/v2.1"
+    refused = httpx.post(f"{compute}/servers", headers={"X-Auth-Token": token},
+                         json={"server": {"name": "x", "imageRef": "y"}})
+    assert refused.status_code == 400
+    return refused.headers["x-openstack-request-id"]
+
+
+def _check(grade: dict, text: str) -> dict:
+    return next(c for c in grade["checks"] if text in c["check"])
+
+
+def test_an_answer_from_an_earlier_attempt_does_not_count(cloud, demo):
+    """Issue 21, finding 4: old traces survived `lab reset`, so a request id from an
+    earlier attempt was accepted. The attempt's start time is the line."""
+    lab, check = "02-the-api", "refused your bad body with 400"
+    demo.finish(lab)  # whatever an earlier test left
+    demo.start(lab, cloud.config.state_dir / "demo-work")
+    old = _bad_create(cloud, demo)
+    demo.answer(lab, "bad-request", old)
+    assert _check(demo.grade(lab, {}), check)["passed"]
+    demo.finish(lab)
+    demo.start(lab, cloud.config.state_dir / "demo-work")
+    demo.answer(lab, "bad-request", old)
+    stale = _check(demo.grade(lab, {}), check)
+    assert not stale["passed"] and "before this attempt" in stale["why"]
+    demo.answer(lab, "bad-request", _bad_create(cloud, demo))
+    assert _check(demo.grade(lab, {}), check)["passed"]
+    demo.finish(lab)

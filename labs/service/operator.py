@@ -202,7 +202,7 @@ class ClassOperator:
         """``private`` of the project, as seed_project_network makes demo's: not shared,
         one subnet (gateway its first address, DHCP on), its DHCP port reserved."""
         subnets = admin.call("GET", f"{admin.neutron}/subnets")["subnets"]
-        cidr = free_range(s["cidr"] for s in subnets)
+        cidr = free_range((s["cidr"] for s in subnets), POOL)
         network = admin.call("POST", f"{admin.neutron}/networks", ok=(201,), json={"network": {
             "name": NETWORK, "project_id": project_id, "shared": False}})["network"]
         gateway = next(ipaddress.ip_network(cidr).hosts())

@@ -12,6 +12,7 @@ from conftest import make_cloud
 from opentelemetry.trace import NoOpTracer
 
 from novalab.labs.client import LabService
+from novalab.labs.service import operator
 from novalab.labs.service.build import lab_service
 from novalab.reference.deploy.boot import BootRequest, client_boot
 from novalab.reference.deploy.client import CloudClient
@@ -236,3 +237,14 @@ def test_removing_a_learner_leaves_nothing_behind(cloud, admin):
     # the name is free again, with a range of its own
     again = admin.add("dan")
     assert again["user_id"] != dan["user_id"]
+
+
+def test_an_add_that_fails_part_way_leaves_nothing(admin, monkeypatch):
+    monkeypatch.setattr(operator, "POOL", ipaddress.ip_network("10.0.0.0/24"))  # demo's
+    answer = admin("POST", f"{admin.labs}/learners", json={"learner": {"name": "fay"}})
+    assert answer.status_code == 409, answer.text
+    assert "no address range is left" in answer.json()["error"]["message"]
+    identity = admin.client.auth_url
+    assert admin("GET", f"{identity}/users", params={"name": "fay"}).json()["users"] == []
+    assert admin("GET", f"{identity}/projects", params={"name": "class-fay"}).json()[
+        "projects"] == []

@@ -30,6 +30,7 @@ from rich.table import Table
 from rich.text import Text
 
 from novalab.diagrams.cli import register as register_diagrams
+from novalab.labs.class_cli import register as register_class
 from novalab.labs.lab_cli import register as register_labs
 from novalab.reference.deploy.commands import register as register_deploy
 from novalab.reference.deploy.commands import topology_option
@@ -418,6 +419,7 @@ register_faults(main)
 register_trace(main)
 register_scheduler(main)
 register_labs(main)
+register_class(main)
 
 if __name__ == "__main__":  # pragma: no cover
     main(prog_name=os.path.basename(sys.argv[0]))

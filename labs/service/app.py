@@ -19,6 +19,7 @@ import threading
 from flask import Flask, g, jsonify, request
 
 from novalab.labs.course import LabNotFound, find, labs
+from novalab.labs.service import learners
 from novalab.labs.service.records import Learner, Records
 from novalab.labs.service.runner import Runner
 from novalab.reference.common import exception
@@ -162,4 +163,5 @@ def create_app(records: Records, runner: Runner, auth: AuthProtocol,
             records.finish(who, lab.name)
         return jsonify({"removed": removed, "in_progress": records.in_progress()})
 
+    learners.register(app, records, runner.cloud)  # the teacher's: the class's learners
     return app

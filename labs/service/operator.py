@@ -13,7 +13,7 @@ cloud's admin credentials and the ``openstack`` CLI's calls:
   makes demo's;
 * quotas (nova's ``os-quota-sets``, neutron's ``quotas``, cinder's
   ``os-quota-sets``) that keep one project from taking what the others share:
-  :data:`DEFAULT_QUOTAS` (docs/decisions/issue21-class.md says why each number).
+  :data:`DEFAULT_QUOTAS` (docs/decisions.md, "Learners", says why each number).
 
 Removing a learner is ``openstack project purge`` done in order: servers first
 (and waited for, their ports and volumes go with them), snapshots and volumes,

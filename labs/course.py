@@ -22,7 +22,9 @@ Folder names are not Python identifiers on purpose: a lab is loaded by path
 from __future__ import annotations
 
 import importlib.util
+import random
 import re
+import secrets
 import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -64,6 +66,10 @@ class Lab:
     # The files of the learner's lab folder its checks read (glob patterns, names such
     # as {filter_file} allowed): what `lab grade` sends the lab service.
     artifacts: tuple[str, ...] = ()
+    # What each attempt draws for its learner ([parameters] in lab.toml): {key: spec},
+    # a spec being {choice = [...]}, {range = [low, high]} or {token = N} (N random hex
+    # digits). Names and texts use them as {key}; checks read ctx.parameters.
+    parameters: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
     def load(cls, folder: Path) -> Lab:
@@ -78,7 +84,8 @@ class Lab:
                    faults=tuple(meta.get("faults", ())),
                    computes=int(meta.get("cloud", {}).get("computes", 1)),
                    modern_steps=tuple(meta.get("modern_steps", ())),
-                   artifacts=tuple(meta.get("artifacts", ())))
+                   artifacts=tuple(meta.get("artifacts", ())),
+                   parameters=_parameter_specs(folder, meta.get("parameters", {})))
 
     # The texts --------------------------------------------------------------------------
 
@@ -112,26 +119,51 @@ class Lab:
         parts = _HINT.split(self._text("hints.md"))
         return tuple("## " + part.strip() for part in parts[1:] if part.strip())
 
-    def solution_scripts(self, user: str) -> list[str]:
-        """The ``sh`` blocks of the written solution for ``user``, in order (what the
-        tests run)."""
-        return re.findall(r"^```sh\n(.*?)^```", self.render(self.solution, user), re.M | re.S)
+    def solution_scripts(self, user: str, values: dict | None = None) -> list[str]:
+        """The ``sh`` blocks of the written solution for ``user`` (and the attempt's
+        drawn ``values``), in order (what the tests run)."""
+        return re.findall(r"^```sh\n(.*?)^```", self.render(self.solution, user, values),
+                          re.M | re.S)
 
-    def rendered_names(self, user: str) -> dict[str, str]:
-        """The names this learner uses: ``lab04-{user}-vm`` with ``user`` filled in."""
-        return {key: value.format(user=user) for key, value in self.names.items()}
+    def draw(self, rng: random.Random | None = None) -> dict:
+        """One attempt's values of the lab's parameters, drawn at random."""
+        rng = rng or secrets.SystemRandom()
+        drawn = {}
+        for key, spec in self.parameters.items():
+            if "choice" in spec:
+                drawn[key] = rng.choice(list(spec["choice"]))
+            elif "range" in spec:
+                drawn[key] = rng.randint(*spec["range"])
+            else:
+                drawn[key] = "".join(rng.choice("0123456789abcdef") for _ in range(spec["token"]))
+        return drawn
 
-    def render(self, text: str, user: str | None = None) -> str:
-        """``text`` with the lab's names (``{server}``) filled in for ``user``.
+    def _values(self, user: str | None, values: dict | None) -> dict:
+        known = {key: str(value) for key, value in (values or {}).items()
+                 if key in self.parameters}
+        return {**known, "user": user} if user else known
+
+    def rendered_names(self, user: str, values: dict | None = None) -> dict[str, str]:
+        """The names this learner uses: ``lab04-{user}-vm`` with ``user`` (and the
+        attempt's drawn values) filled in."""
+        fill = self._values(user, values)
+        return {key: _fill(value, fill) for key, value in self.names.items()}
+
+    def render(self, text: str, user: str | None = None, values: dict | None = None) -> str:
+        """``text`` with the lab's names (``{server}``) and the attempt's values
+        (``{size}``) filled in for ``user``.
 
         Only the lab's own placeholders are replaced (plain text replacement, so
         braces in code blocks stay as they are); without a user, the names keep
-        their ``{user}`` part, as the published pages show them.
+        their ``{user}`` part, and without values the parameters their ``{key}``,
+        as the published pages show them.
         """
+        fill = self._values(user, values)
         for key, template in self.names.items():
-            text = text.replace("{" + key + "}",
-                                template.format(user=user) if user else template)
-        return text.replace("{user}", user) if user else text
+            text = text.replace("{" + key + "}", _fill(template, fill))
+        for key, value in fill.items():
+            text = text.replace("{" + key + "}", value)
+        return text
 
     # The code ---------------------------------------------------------------------------
 
@@ -159,6 +191,32 @@ class Lab:
         """What the lab needs, in words: ``running``, ``2 compute hosts`` (or ``-``)."""
         needs = [*self.needs] + ([f"{self.computes} compute hosts"] if self.computes > 1 else [])
         return ", ".join(needs) or "-"
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    """``template`` with each ``{key}`` of ``values`` replaced, the others left as they
+    are (a name shown before any attempt keeps ``{tag}``)."""
+    for key, value in values.items():
+        template = template.replace("{" + key + "}", value)
+    return template
+
+
+_SPEC_KINDS = ("choice", "range", "token")
+
+
+def _parameter_specs(folder: Path, specs: dict) -> dict[str, dict]:
+    """The ``[parameters]`` of a lab.toml, checked: one kind each, sensible bounds."""
+    for key, spec in specs.items():
+        kinds = [kind for kind in _SPEC_KINDS if kind in spec]
+        ok = len(kinds) == 1 and key not in ("user", "workdir") and (
+            (kinds[0] == "choice" and len(spec["choice"]) >= 2)
+            or (kinds[0] == "range" and len(spec["range"]) == 2
+                and spec["range"][0] < spec["range"][1])
+            or (kinds[0] == "token" and 2 <= int(spec["token"]) <= 16))
+        if not ok:
+            raise ValueError(f"{folder}/lab.toml: parameter {key!r} needs exactly one of "
+                             "choice = [two or more], range = [low, high], token = 2..16")
+    return {key: dict(spec) for key, spec in specs.items()}
 
 
 def ranges(numbers) -> str:

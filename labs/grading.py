@@ -123,7 +123,7 @@ class Context:
 
     @cached_property
     def names(self) -> dict[str, str]:
-        return self.lab.rendered_names(self.user)
+        return self.lab.rendered_names(self.user, self.parameters)
 
     def _client(self, user: str, password: str, project: str) -> CloudClient:
         http = http_client(timeout=30)

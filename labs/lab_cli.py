@@ -156,6 +156,21 @@ def lab_list():
     out.print(table)
 
 
+def _attempt_values(clouds: LabClouds, lab) -> dict:
+    """What the learner's attempt at ``lab`` drew (names and texts use them); none when
+    no attempt is in progress or no cloud answers (the texts then show ``{key}``)."""
+    if not lab.parameters:
+        return {}
+    try:
+        cloud = clouds.current()
+        service = LabService(cloud.auth_url, *_learner(cloud))
+        attempt = service.current(lab.name)
+        service.close()
+    except (CloudError, ServiceError):
+        return {}
+    return dict(attempt["parameters"]) if attempt else {}
+
+
 def _attempts_by_lab(clouds: LabClouds) -> dict[str, list[dict]]:
     """The learner's attempts (newest first) by lab, from the running cloud's lab service;
     none when no cloud runs (the record is the cloud's)."""
@@ -209,10 +224,10 @@ def lab_start(name, cloud_kind, state_dir):
     service = _service(cloud)
     try:
         with err.status(f"Preparing {lab.name}..."):
-            service.start(lab.name, workdir)
+            attempt = service.start(lab.name, workdir)
     except ServiceError as exc:
         _fail(str(exc))
-    names = lab.rendered_names(user)
+    names = lab.rendered_names(user, attempt["parameters"])
     _markdown(f"# {lab.number} {lab.title}\n\n{lab.summary}\n\n"
               f"**Steps of the 58-step flow:** {lab.step_groups}"
               + (f"; **of today's boot (modern):** {lab.modern_groups}" if lab.modern_steps
@@ -296,8 +311,9 @@ def lab_step(name, number, everything):
     lab = _lab(name)
     clouds = LabClouds()
     user = _user(clouds)
+    values = _attempt_values(clouds, lab)
     if everything:
-        _markdown(lab.render(lab.guide, user))
+        _markdown(lab.render(lab.guide, user, values))
         return
     steps = lab.guide_steps
     progress = Progress(clouds.home, user)
@@ -308,7 +324,7 @@ def lab_step(name, number, everything):
         _fail(f"{lab.name} has steps 1-{len(steps)}")
     progress.update(lab.name, step=max(current, chosen.number))
     _markdown(lab.render(f"## Step {chosen.number} of {len(steps)}: {chosen.title}\n\n"
-                         f"{chosen.body}", user))
+                         f"{chosen.body}", user, values))
     if chosen.number < len(steps):
         out.print(f"next: novalab lab step {lab.number}")
     else:
@@ -328,7 +344,7 @@ def lab_hint(name):
     seen = progress.lab(lab.name).get("hints", 0)
     shown = min(seen, len(lab.hints) - 1)
     progress.update(lab.name, hints=shown + 1)
-    _markdown(lab.render(lab.hints[shown], user))
+    _markdown(lab.render(lab.hints[shown], user, _attempt_values(clouds, lab)))
     out.print(f"hint {shown + 1} of {len(lab.hints)}")
 
 
@@ -393,7 +409,8 @@ def lab_answer(name, key, value):
 def lab_solution(name):
     """The written solution of the lab."""
     lab = _lab(name)
-    _markdown(lab.render(lab.solution, _user(LabClouds())))
+    clouds = LabClouds()
+    _markdown(lab.render(lab.solution, _user(clouds), _attempt_values(clouds, lab)))
 
 
 @lab_group.command("status")

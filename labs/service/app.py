@@ -118,7 +118,8 @@ def create_app(records: Records, runner: Runner, auth: AuthProtocol,
         lab, who = lab_named(name), learner()
         body = json_body()["attempt"]
         with one_at_a_time(who):
-            attempt, new = records.start(who, lab.name, {"workdir": body.get("workdir", "")})
+            attempt, new = records.start(who, lab.name, {**lab.draw(),
+                                                         "workdir": body.get("workdir", "")})
             runner.start(lab, who, g.context.auth_token, attempt)
         response = jsonify({"attempt": attempt})
         response.status_code = 201 if new else 200

@@ -96,7 +96,7 @@ def test_lab_from_start_to_finish(learner, name):
             assert lines[number + 1].startswith("      ") and lines[number + 1].strip()
 
     began = time.monotonic()
-    for script in lab.solution_scripts("demo"):
+    for script in lab.solution_scripts("demo", _attempt_values(learner, lab)):
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=learner,
                               capture_output=True, text=True, timeout=600,
                               cwd=learner["NOVALAB_LAB_HOME"])
@@ -113,13 +113,25 @@ def test_lab_from_start_to_finish(learner, name):
     _assert_recorded_passed(learner, lab)
 
 
-def _assert_recorded_passed(env, lab):
-    """The cloud's lab service, not a file of the learner's, records the pass."""
+def _service(env):
     from novalab.labs.client import LabService
     from novalab.labs.cloud import LabClouds
 
     cloud = LabClouds(Path(env["NOVALAB_LAB_HOME"])).current()
-    service = LabService(cloud.auth_url, "demo", cloud.os_env["OS_PASSWORD"], "demo")
+    return LabService(cloud.auth_url, "demo", cloud.os_env["OS_PASSWORD"], "demo")
+
+
+def _attempt_values(env, lab) -> dict:
+    """What this attempt drew for the learner (the solution is written with them)."""
+    service = _service(env)
+    attempt = service.current(lab.name)
+    service.close()
+    return attempt["parameters"]
+
+
+def _assert_recorded_passed(env, lab):
+    """The cloud's lab service, not a file of the learner's, records the pass."""
+    service = _service(env)
     attempts = service.attempts(lab=lab.name)["attempts"]
     service.close()
     assert attempts[0]["passed_at"] and attempts[0]["finished_at"], attempts[0]

@@ -370,6 +370,8 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port, 
 
     lab_service(cloud.wiring, cloud.keystone)  # the course's grading, inside the cloud
     page = _web_page(state, web_port, cloud.identity_url, no_web_auth)
+    if page:  # where learners on other accounts read their traces (tracing/remote.py)
+        cloud.keystone.register_endpoint("trace", "novalab-web", page.url)
     pid_file.parent.mkdir(parents=True, exist_ok=True)
     pid_file.write_text(f"{os.getpid()}\n")
     store.register(state, "serve")

@@ -13,6 +13,9 @@ Two kinds:
   ``LAB_HOME/cloud-N-computes``; one lab cloud runs at a time.
 * **a running cloud** (`lab start --cloud running`): a `novalab up` or `novalab
   serve` deployment someone already runs, found as the trace store finds it.
+* **a shared cloud** (`lab start --cloud shared`): the class's cloud, run by the
+  teacher on the lab machine or elsewhere, reached with the learner's own ``OS_*``
+  variables (their roster line); nothing of its state dir is read here.
 
 ``LAB_HOME`` is ``$NOVALAB_LAB_HOME``, else ``$XDG_STATE_HOME/novalab/labs``
 (``~/.local/state/novalab/labs``): one per OS user. It also holds the
@@ -75,8 +78,8 @@ def _read(path: Path) -> dict:
 class Cloud:
     """A cloud labs can use: its state dir and how to reach it."""
 
-    kind: str          # "lab" or "running"
-    state_dir: Path
+    kind: str          # "lab", "running" or "shared"
+    state_dir: Path | None  # None: a shared cloud, whose files are not the learner's
     os_env: dict
     web: str | None = None
     # Each service's address as the deployment wrote it ("metadata", "metadata-proxy",
@@ -112,6 +115,19 @@ def describe(state_dir: Path) -> Cloud | None:
     return None
 
 
+SHARED_ENV = ("OS_AUTH_URL", "OS_USERNAME", "OS_PASSWORD")
+
+
+def shared_cloud() -> Cloud:
+    """The cloud the learner's ``OS_*`` variables log in to; CloudError if they are unset."""
+    missing = [name for name in SHARED_ENV if not os.environ.get(name)]
+    if missing:
+        raise CloudError(f"a shared cloud is reached with your own OS_* variables (your "
+                         f"teacher's roster line): {', '.join(missing)} not set")
+    env = {key: value for key, value in os.environ.items() if key.startswith("OS_")}
+    return Cloud("shared", None, env)
+
+
 class LabClouds:
     """Starting, finding and stopping the cloud of one learner's labs."""
 
@@ -132,6 +148,8 @@ class LabClouds:
     def current(self) -> Cloud:
         """The cloud the labs use now; CloudError says how to get one."""
         choice = _read(self.choice_file)
+        if choice.get("kind") == "shared":
+            return shared_cloud()
         state_dir = Path(choice["state_dir"]) if choice.get("state_dir") else self.lab_dir
         cloud = describe(state_dir)
         if cloud is None:
@@ -153,6 +171,13 @@ class LabClouds:
                              f"--state-dir {path}`) or drop --cloud running")
         self._choose("running", path)
         cloud.kind = "running"
+        return cloud
+
+    def use_shared(self) -> Cloud:
+        """Choose the cloud of the learner's ``OS_*`` variables for the labs."""
+        cloud = shared_cloud()
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.choice_file.write_text(json.dumps({"kind": "shared"}))
         return cloud
 
     def _choose(self, kind: str, state_dir: Path) -> None:

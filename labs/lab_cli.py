@@ -192,10 +192,11 @@ def _attempts_by_lab(clouds: LabClouds) -> dict[str, list[dict]]:
 
 @lab_group.command("start")
 @click.argument("name")
-@click.option("--cloud", "cloud_kind", type=click.Choice(["lab", "running"]), default="lab",
-              show_default=True,
+@click.option("--cloud", "cloud_kind", type=click.Choice(["lab", "running", "shared"]),
+              default="lab", show_default=True,
               help="'lab': the lab cloud (an embedded cloud in the background, started if "
-                   "needed); 'running': a `novalab up` or `serve` cloud that already runs.")
+                   "needed); 'running': a `novalab up` or `serve` cloud that already runs; "
+                   "'shared': the class's cloud, reached with your own OS_* variables.")
 @click.option("--state-dir", default=None, type=click.Path(file_okay=False),
               help="With --cloud running: that deployment's state dir (default: found).")
 def lab_start(name, cloud_kind, state_dir):
@@ -213,7 +214,8 @@ def lab_start(name, cloud_kind, state_dir):
         with err.status("Starting the lab cloud..." if cloud_kind == "lab" else
                         "Finding the running cloud..."):
             cloud = clouds.start(LAB_CLOUD_ARGS, computes=lab.computes) \
-                if cloud_kind == "lab" else clouds.use_running(state_dir)
+                if cloud_kind == "lab" else clouds.use_running(state_dir) \
+                if cloud_kind == "running" else clouds.use_shared()
     except CloudError as exc:
         _fail(str(exc))
     if cloud_kind == "running":
@@ -235,8 +237,8 @@ def lab_start(name, cloud_kind, state_dir):
     if names:
         out.print(Text.assemble("names to use: ", Text(", ").join(
             Text.assemble(f"{k} ", (v, "bold")) for k, v in names.items())))
-    out.print(f"cloud: {cloud.kind} ({cloud.state_dir}), user {user}; your folder: "
-              f"{workdir}")
+    out.print(f"cloud: {cloud.kind} ({cloud.state_dir or cloud.auth_url}), user {user}; "
+              f"your folder: {workdir}")
     if cloud.web:
         out.print(f"trace page: {cloud.web}")
     out.print(f'ready in {time.monotonic() - started:.1f} s. For the openstack CLI: '
@@ -284,6 +286,9 @@ def lab_env():
         cloud = clouds.current()
     except CloudError as exc:
         _fail(str(exc))
+    if cloud.kind == "shared":
+        click.echo("# the shared cloud: your own OS_* variables are already the ones to use")
+        return
     for key, value in cloud.os_env.items():
         click.echo(f"export {key}={value}")
     click.echo(f"export NOVALAB_STATE_DIR={cloud.state_dir}")
@@ -423,7 +428,7 @@ def lab_status():
         out.print(f"cloud: none ({exc}){_died(clouds)}")
         return
     user = _learner(cloud)[0]
-    out.print(f"cloud: {cloud.kind} at {cloud.state_dir} (keystone "
+    out.print(f"cloud: {cloud.kind} at {cloud.state_dir or 'a shared cloud'} (keystone "
               f"{cloud.auth_url})")
     if cloud.web:
         out.print(f"trace page: {cloud.web}")
@@ -496,8 +501,8 @@ def lab_reset(click_ctx, name):
         pass
     if cloud is not None:
         _finish(lab, clouds, cloud)
-    click_ctx.invoke(lab_start, name=name, cloud_kind="running" if cloud and
-                     cloud.kind == "running" else "lab", state_dir=None)
+    click_ctx.invoke(lab_start, name=name, cloud_kind=cloud.kind if cloud else "lab",
+                     state_dir=None)
 
 
 @lab_group.command("stop")

@@ -13,6 +13,7 @@ the store is found by ``store.locate`` (the running or last deployment).
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -25,6 +26,7 @@ from rich.text import Text
 
 from novalab.tracing import collect
 from novalab.tracing.model import Span, Trace
+from novalab.tracing.remote import RemoteTraces
 from novalab.tracing.store import NoTrace, Row, TraceStore, locate
 
 # Plain text: what users named (servers, images, projects) and what the cloud said
@@ -93,13 +95,29 @@ def selector_options(func=None, *, several_state_dirs: bool = False):
 
 
 def open_store(state_dir: str | None) -> TraceStore:
+    """The store the selectors search: ``--state-dir``'s, the running or last
+    deployment's, or, when no store here is yours to read, the trace page of the cloud
+    your ``OS_*`` variables log in to (tracing/remote.py)."""
     try:
         path = locate(state_dir)
+        store = TraceStore(path)
+        readable = store.exists() and os.access(store.traces_dir, os.R_OK | os.X_OK)
     except NoTrace as exc:
-        raise SelectionError(str(exc)) from exc
-    store = TraceStore(path)
+        path, store, readable, found = None, None, False, exc
+    if not readable and not state_dir:
+        try:
+            remote = RemoteTraces.from_environment()
+        except NoTrace as exc:
+            raise SelectionError(str(exc)) from exc
+        if remote is not None:
+            return remote
+    if path is None:
+        raise SelectionError(str(found))
     if not store.exists():
         raise SelectionError(f"no trace files in {store.traces_dir}")
+    if not readable:
+        raise SelectionError(f"{store.traces_dir} is not yours to read: set the OS_* "
+                             "variables of your cloud user and the trace page answers for it")
     return store
 
 
@@ -142,6 +160,9 @@ def _steps(store: TraceStore, rows: list[Row]) -> dict[str, tuple[str, str]]:
     from novalab.diagrams.check import check
     from novalab.diagrams.flows import detect_flow, get_flow
 
+    if isinstance(store, RemoteTraces):  # the page ran each flow check itself
+        return {r.id: store.steps.get(r.id, ("?", "")) if r.kind == "boot" else ("-", "")
+                for r in rows}
     steps = {r.id: ("-", "") for r in rows if r.kind != "boot"}
     for row in rows:
         if row.kind == "boot":

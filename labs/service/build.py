@@ -2,8 +2,8 @@
 
 It validates tokens as its own service user ``labs``, acts as the cloud's admin
 for what the labs set up (credentials.json: it runs inside the deployment) and
-registers itself in keystone's catalog as service type ``lab``, so a learner's
-client finds it wherever it runs.
+is in keystone's catalog as service type ``lab`` (`serve` registers it here, `up`
+with every unit's URLs), so a learner's client finds it wherever it runs.
 """
 
 from __future__ import annotations
@@ -20,12 +20,14 @@ PORT_KEY = "labs"
 SERVICE_TYPE = "lab"
 
 
-def lab_service(w: Wiring, keystone: Keystone) -> str:
-    """Serve the lab API on ``w``'s cloud and put it in the catalog; returns its URL."""
+def lab_service(w: Wiring, keystone: Keystone | None = None) -> str:
+    """Serve the lab API on ``w``'s cloud; returns its URL. With ``keystone`` (the
+    embedded cloud's core), put it in the catalog too (`up` registers every unit's)."""
     cloud = Cloud("service", w.config.state_dir, {"OS_AUTH_URL": f"{w.urls['keystone']}/v3"},
                   urls=dict(w.urls))
     records = Records(w.database(SERVICE))
     url = w.serve(create_app(records, Runner(cloud), w.auth(SERVICE, "labs"),
                              tracer_provider=w.provider(SERVICE)), SERVICE, PORT_KEY)
-    keystone.register_endpoint(SERVICE_TYPE, SERVICE, f"{url}/v1")
+    if keystone is not None:
+        keystone.register_endpoint(SERVICE_TYPE, SERVICE, f"{url}/v1")
     return url

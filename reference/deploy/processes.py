@@ -141,7 +141,7 @@ def running_urls(state: StateDir) -> dict[str, str]:
 _CATALOG_KEYS = {"identity": ("keystone", "/v3"), "compute": ("nova", "/v2.1"),
                  "network": ("neutron", ""), "image": ("glance", ""),
                  "placement": ("placement", ""), "volumev3": ("cinder", "/v3/"),
-                 "object-store": ("ceph-rgw", "/swift/v1")}
+                 "object-store": ("ceph-rgw", "/swift/v1"), "lab": ("labs", "/v1")}
 
 
 def catalog_urls(db_url: str) -> dict[str, str]:
@@ -607,6 +607,9 @@ def up(options: UpOptions, echo: Callable[[str], None] = print) -> dict:
         served = {}
         for unit in units:
             served.update((state.ready(unit) or {}).get("urls", {}))
+        page = (state.ready(Unit(WEB_UNIT)) or {}).get("http", {}).get("web")
+        if page:  # the trace page, where learners read their traces (tracing/remote.py)
+            served["web"] = page
         register_catalog(options.db_url, served)
     except BaseException:
         if started:

@@ -59,6 +59,18 @@ def _seeded(builder: Callable, seed_it: Callable[[Wiring, object], None]) -> Cal
     return build
 
 
+def novalab_labs(w: Wiring) -> str:
+    """novalab's own lab service (labs/service/): the course graded inside the cloud.
+
+    Not an OpenStack service, so it lives with the course and is imported only when
+    a deployment starts it; `up` runs it as a unit like the others, `serve` beside
+    its embedded cloud. The deployment puts it in the catalog (register_endpoints).
+    """
+    from novalab.labs.service.build import lab_service
+
+    return lab_service(w)
+
+
 # Every service ``novalab service NAME`` can start, in the order a whole cloud starts
 # them (each may need the URLs of those before it). Compute hosts take a host name
 # (and carry their L2 agent, see nova_compute).
@@ -78,6 +90,7 @@ BUILDERS = {
     "nova-api": _seeded(nova_api, lambda w, compute_api: seed.seed_flavors(compute_api.db)),
     "nova-api-metadata": nova_api_metadata,
     "neutron-metadata-proxy": neutron_metadata_proxy,
+    "novalab-labs": novalab_labs,
 }
 
 
@@ -88,7 +101,10 @@ def register_endpoints(core: Keystone, urls: dict[str, str]) -> None:
                "neutron": ("network", "neutron", "{}"),
                "nova": ("compute", "nova", "{}/v2.1"),
                "glance": ("image", "glance", "{}"),
-               "placement": ("placement", "placement", "{}")}
+               "placement": ("placement", "placement", "{}"),
+               "labs": ("lab", "novalab-labs", "{}/v1"),
+               # novalab's trace page: not OpenStack's, but found as its APIs are
+               "web": ("trace", "novalab-web", "{}")}
     for key, (service_type, name, template) in catalog.items():
         if key in urls:
             core.register_endpoint(service_type, name, template.format(urls[key]))

@@ -52,6 +52,13 @@ def signature(key: bytes, traceparent: str, tracestate: str = "") -> str:
                     hashlib.sha256).hexdigest()
 
 
+def signed(key: bytes, trace_id: int, span_id: int) -> dict[str, str]:
+    """The headers that make a request join trace ``trace_id`` under ``span_id``, as the
+    deployment's own clients send them (a tool or test that holds the key)."""
+    traceparent = f"00-{trace_id:032x}-{span_id:016x}-01"
+    return {"traceparent": traceparent, HMAC_HEADER: signature(key, traceparent)}
+
+
 class TrustedContext:
     """WSGI middleware: the request's trace context, if its sender signed it; else none.
 

@@ -190,8 +190,12 @@ class Wiring:
     def serve(self, app, service: str, port_key: str) -> str:
         """Serve ``app`` and record its URL under ``port_key``; it joins the trace of
         a request only when the deployment's key signed its context."""
-        server = ServerThread(TrustedContext(app, self.trace_key), self.config.bind_host,
-                              self.config.ports.get(port_key, 0), name=service).start()
+        if hasattr(app, "wsgi_app"):  # a Flask app stays one (tests read its url_map)
+            app.wsgi_app = TrustedContext(app.wsgi_app, self.trace_key)
+        else:
+            app = TrustedContext(app, self.trace_key)
+        server = ServerThread(app, self.config.bind_host, self.config.ports.get(port_key, 0),
+                              name=service).start()
         self._servers.append(server)
         url = f"http://{self.config.advertise_host or server.host}:{server.port}"
         self.urls[port_key] = url

@@ -10,6 +10,7 @@ from reference.keystone.test_identity import admin, token_for  # noqa: F401 (fix
 
 from novalab.reference.keystone.token_cache import TokenCache
 from novalab.tracing.attributes import DB_QUERY_TEXT
+from novalab.tracing.propagation import signed
 
 
 def test_the_callers_own_token_is_answered_from_memory(shared_cloud, admin):  # noqa: F811
@@ -20,7 +21,7 @@ def test_the_callers_own_token_is_answered_from_memory(shared_cloud, admin):  # 
     trace_id = random.getrandbits(128) | 1
     again = admin.get("/auth/tokens", headers={
         "X-Subject-Token": demo, "Accept": "application/json",
-        "traceparent": f"00-{trace_id:032x}-{random.getrandbits(64) | 1:016x}-01"},
+        **signed(shared_cloud.wiring.trace_key, trace_id, random.getrandbits(64) | 1)},
         params={"nocatalog": 1})
     assert again.status_code == 200 and again.json()["token"]["user"]["name"] == "demo"
     shared_cloud.telemetry.force_flush()

@@ -7,6 +7,8 @@ import re
 
 import httpx
 
+from novalab.tracing.propagation import signed
+
 
 def error_of(response: httpx.Response) -> tuple[int, str]:
     body = response.json()["NeutronError"]
@@ -180,15 +182,17 @@ def test_listing_ports_costs_the_same_queries_however_many_ports(netcloud):
     read a port at a time, every boot's listing grew with the network (scale.md).
 
     The statements counted are the SQL spans in the listing request's own trace
-    (the test sends its traceparent): the DHCP agent's RPC to neutron-server runs
-    beside it on the same database, and an engine-wide count took those in too."""
+    (the test sends its traceparent, signed as the cloud's own clients sign): the
+    DHCP agent's RPC to neutron-server runs beside it on the same database, and an
+    engine-wide count took those in too."""
     demo = netcloud.token("demo")
     network = netcloud.request("GET", "/networks?name=private", demo).json()["networks"][0]
 
     def queries_to_list() -> tuple[int, int]:
         trace_id = random.getrandbits(128) | 1
-        ports = netcloud.request("GET", f"/ports?network_id={network['id']}", demo, headers={
-            "traceparent": f"00-{trace_id:032x}-{random.getrandbits(64) | 1:016x}-01"})
+        ports = netcloud.request("GET", f"/ports?network_id={network['id']}", demo,
+                                 headers=signed(netcloud.w.trace_key, trace_id,
+                                                random.getrandbits(64) | 1))
         assert ports.status_code == 200
         sql = [span for span in netcloud.spans(trace_id)
                if span.resource.attributes.get("service.name") == "neutron-server"

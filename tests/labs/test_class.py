@@ -83,6 +83,7 @@ def _python_home() -> Path | None:
 
 
 PYTHON_HOME = _python_home()
+VIEW = Path(tempfile.gettempdir()) / f"novalab-python-view-{os.getpid()}"
 
 
 def _with_python(command: list[str]) -> list[str]:
@@ -92,9 +93,10 @@ def _with_python(command: list[str]) -> list[str]:
     if PYTHON_HOME is None:
         return command
     inner = Path(os.path.realpath(sys.executable)).relative_to(PYTHON_HOME).parts[0]
-    view = Path(tempfile.mkdtemp(prefix="novalab-python-view-"))
-    view.chmod(0o711)
-    (view / inner).mkdir()
+    view = VIEW / "root"
+    if not view.exists():
+        view.mkdir(mode=0o711)
+        (view / inner).mkdir()
     shell = (f"mount --bind {PYTHON_HOME / inner} {view / inner} && "
              f"mount --rbind {view} {PYTHON_HOME} && exec \"$@\"")
     return ["unshare", "--mount", "sh", "-c", shell, "sh", *command]
@@ -106,6 +108,7 @@ def classroom(tmp_path_factory):
         pytest.skip("needs root, useradd and runuser to make the learners' machine accounts")
     tag = uuid.uuid4().hex[:4]
     homes = Path(tempfile.mkdtemp(prefix="novalab-class-"))
+    VIEW.mkdir(mode=0o711, exist_ok=True)
     homes.chmod(0o755)
     accounts = []
     with private_services.own_standard_ports("a class's shared cloud"):
@@ -140,6 +143,7 @@ def classroom(tmp_path_factory):
             for account in accounts:
                 subprocess.run(["userdel", "--remove", account], capture_output=True)
             shutil.rmtree(homes, ignore_errors=True)
+            shutil.rmtree(VIEW, ignore_errors=True)
 
 
 def _do_the_lab(learner: Learner) -> None:

@@ -118,6 +118,13 @@ class Cloudlike:
             return {"networks": [{"id": self.network_id, "name": params["name"]}]}
         raise AssertionError(f"no fake for {service} {path}")
 
+    issued_at = "2026-01-01T10:00:00.000000Z"  # when keystone issued the learner's token
+
+    def request(self, method, service, path, **kwargs):
+        token = {"user": {"name": "demo", "id": "u1"}, "issued_at": self.issued_at,
+                 "expires_at": "2026-01-01T11:00:00.000000Z"}
+        return SimpleNamespace(status_code=200, json=lambda: {"token": token})
+
     def server(self, name):
         return {"id": self.server_id, "name": name, "status": "ACTIVE",
                 "image": {"id": self.image_id},
@@ -291,3 +298,19 @@ def test_lab_00_reads_the_diagram_it_is_given_not_a_word_in_it(boots, tmp_path):
     assert "not its spans" in _diagram_check(ctx).why
     page.write_text(sequence.render(sequence.from_check(_flow(mine)), "html"))
     assert _diagram_check(ctx).passed, _diagram_check(ctx).why
+
+
+def _token_check(ctx):
+    return next(r for r in grade(ctx) if r.text.startswith("token.json"))
+
+
+def test_lab_01_refuses_a_token_from_before_the_attempt(boots, tmp_path):
+    """token.json must hold a token issued during this attempt: one kept from an
+    earlier attempt (still valid for an hour) fails; a new one passes."""
+    mine, _ = boots
+    issued = datetime(2026, 1, 1, 10, tzinfo=UTC).timestamp()
+    (tmp_path / "token.json").write_text(json.dumps(
+        {"id": "gAAAA", "user_id": "u1", "expires": "2026-01-01T11:00:00+0000"}))
+    old = context("01", mine, tmp_path, {}, started_at=issued + 60)
+    assert "issued before this attempt" in _token_check(old).why
+    assert _token_check(context("01", mine, tmp_path, {}, started_at=issued - 60)).passed

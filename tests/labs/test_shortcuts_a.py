@@ -218,7 +218,7 @@ def answers_05(trace, values):
     read = next(s for s in trace if s.get(attr.CEPH_OBJECT) == f"glance/{image}"
                 and s.get(attr.RPC_METHOD) == "read")
     return {"checksum": hashlib.md5(image.encode()).hexdigest(),
-            "osd": str(read.get(attr.CEPH_OSD)), "pg": read.get(attr.CEPH_PG),
+            "object-read": read.span_id,
             "rgw-ms": f"{_step(trace, 23).duration_ns / 1e6:.1f}"}
 
 

@@ -97,9 +97,9 @@ class Cloudlike:
                               if s.get(attr.NOVA_INSTANCE_UUID))
         events = [str(e) for s in trace for e in (s.get(attr.NOVA_EVENTS) or ())]
         self.port_id = events[0].removeprefix("network-vif-plugged-")
-        entries = next(s.get(attr.NOVALAB_DNSMASQ_HOST_ENTRIES) for s in trace
-                       if s.get(attr.NOVALAB_DNSMASQ_HOST_ENTRIES))
-        self.mac, _, self.ip = entries[-1].split(",")
+        entries = _step(trace, 30).get(attr.NOVALAB_DNSMASQ_HOST_ENTRIES)
+        self.entry = entries[-1]  # mac,name,ip
+        self.mac, _, self.ip = self.entry.split(",")
         self.network_id = next(s.get(attr.NEUTRON_NETWORK_ID) for s in trace
                                if s.get(attr.NEUTRON_NETWORK_ID))
         self.image_id = next(str(s.get(attr.CEPH_OBJECT)).removeprefix("glance/")
@@ -226,7 +226,7 @@ def answers_06(trace, values):
     cloud = Cloudlike(trace)
     return {"dhcp-ms": f"{_offset(trace, 30) - _offset(trace, 26):.3f}",
             "l2-message": _step(trace, 34).get(attr.MESSAGING_MESSAGE_ID),
-            "dhcp-entry": f"{cloud.mac},host-{cloud.ip.replace('.', '-')},{cloud.ip}",
+            "dhcp-entry": cloud.entry,
             "vif-event": f"network-vif-plugged-{cloud.port_id}"}
 
 

@@ -1,8 +1,9 @@
 """Lab 01: the learner's token, the token store and cinder-api validating a token.
 
-Every answer is compared with what the learner's own boot, requests and token
-show: the spans of steps 1-3 and 40 of their boot, the trace of the request id
-they name, and what keystone says of the token in their token.json.
+Every answer is compared with what only the learner's own boot, requests and
+token show: the spans of steps 1-3 and 40 of their boot (span ids, a duration, a
+request id), the trace of the request id they name, and what keystone says of the
+token in their token.json (issued to them, during this attempt).
 """
 
 import hashlib
@@ -10,15 +11,11 @@ import json
 import re
 from datetime import UTC, datetime
 
-from novalab.diagrams.flows.rules import http_server, sql_statement
+from novalab.diagrams.flows.rules import http_server
 from novalab.labs.grading import Fail, check
 from novalab.tracing import attributes as attr
 
 _VALIDATE = http_server("GET", r"/auth/tokens$")
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
 @check("{server} is ACTIVE, booted with a volume")
@@ -78,6 +75,10 @@ def token_file(ctx):
     if response.status_code != 200:
         raise Fail(f"keystone answered {response.status_code} about the token in token.json")
     issued = response.json()["token"]
+    if ctx.started_at and _time(issued["issued_at"], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp() \
+            < ctx.started_at:
+        raise Fail("the token in token.json was issued before this attempt at the lab "
+                   "started: issue a new one (step 1)")
     if issued["user"]["name"] != ctx.user or token.get("user_id") != issued["user"]["id"]:
         raise Fail(f"the token in token.json belongs to {issued['user']['name']}, not to you "
                    f"({ctx.user}): eval \"$(novalab lab env)\" first")
@@ -103,14 +104,15 @@ def token_hash(ctx):
                    "with no newline after it")
 
 
-@check("the table step 2 saved your token in (answer token-table)")
-def token_table(ctx):
+@check("the INSERT that saved your boot's token, step 2 (answer token-insert)")
+def token_insert(ctx):
     _, span = _step(ctx, 2)
-    table = span.get(attr.DB_COLLECTION_NAME) or (sql_statement(span) or ("", ""))[1]
-    given = ctx.answer("token-table")
-    if given.lower() != str(table).lower():
-        raise Fail(f"{given!r} is not the table of step 2's span: read its db.collection.name "
-                   "(`novalab trace show --server NAME --attributes`)")
+    given = ctx.answer("token-insert").lower()
+    if given != span.span_id:
+        what = ("the table every token goes to" if "token" in given else
+                "not the span of step 2 in your boot")
+        raise Fail(f"{given!r} is {what}: answer the span id of step 2's `INSERT "
+                   "keystone_tokens` (the last word of its line in the flow check)")
 
 
 @check("how long your boot's token request took (answer token-ms)")
@@ -127,14 +129,17 @@ def token_ms(ctx):
                    "to step 3 of the flow check, or the duration `trace show` prints")
 
 
-@check("who asked keystone about your token at step 40 (answer validator)")
-def validator(ctx):
+@check("the request whose token keystone validated at step 40 (answer validated-for)")
+def validated_for(ctx):
     trace, span = _step(ctx, 40)
-    caller = next((a.service for a in trace.ancestors(span) if a.service != span.service), None)
-    given = _norm(ctx.answer("validator"))
-    if caller is None or given not in (_norm(caller), _norm(caller.split("-")[0])):
-        raise Fail(f"{ctx.answer('validator')!r} did not ask keystone at step 40: look at the "
-                   "span just above keystone's GET /v3/auth/tokens")
+    caller = next((a for a in trace.ancestors(span) if a.service != span.service
+                   and a.get(attr.OPENSTACK_REQUEST_ID)), None)
+    given = ctx.answer("validated-for")
+    if caller is None or given != caller.get(attr.OPENSTACK_REQUEST_ID):
+        raise Fail(f"{given!r} is not the request on whose behalf keystone was asked at step "
+                   "40: find the span above keystone's GET /v3/auth/tokens that answered a "
+                   "request (a SERVER span of the service that asked) and its "
+                   "openstack.request_id")
 
 
 @check("a cinder request served from the token cache (answer cached-request)")

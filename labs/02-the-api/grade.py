@@ -2,11 +2,10 @@
 
 The 400 is found by the request id the learner names; everything else is read
 from the trace of their boot of {server}: the create's request id (step 4),
-the state written with the row (step 5), the race of steps 7 and 8, the states
-each write recorded, and the client's polls (55).
+the span that wrote the row (step 5), the race of steps 7 and 8 in milliseconds,
+the write of the task_state drawn for this attempt, and the poll that first saw
+ACTIVE (55): values no other boot has.
 """
-
-import re
 
 from novalab.diagrams.flows.rules import http_server, sql_statement
 from novalab.labs.grading import Fail, check
@@ -15,7 +14,6 @@ from novalab.tracing.model import Trace
 
 _CREATE = http_server("POST", r"/servers$")
 _POLL = http_server("GET", r"/servers/<server_id>$|/servers/[0-9a-f-]{36}$")
-_EMPTY = {"none", "null", "-", "''", '""'}
 
 
 @check("nova-api refused your bad body with 400 (answer bad-request)")
@@ -70,65 +68,70 @@ def _writes(trace: Trace) -> list:
     return found
 
 
-@check("the task_state written with the row, step 5 (answer row-task-state)")
-def row_task_state(ctx):
+def _span_id(ctx, key: str) -> str:
+    return ctx.answer(key).lower()
+
+
+@check("the span that wrote the row and its first states, step 5 (answer row-span)")
+def row_span(ctx):
     result = _flow(ctx, 5)
     step = result.result(5).span
     owner = next((a for a in result.trace.ancestors(step) if a.get(attr.NOVA_TASK_STATE)), None)
     if owner is None:
         raise Fail("no span above step 5 records the task_state it wrote")
-    given = ctx.answer("row-task-state")
-    if given.lower() != str(owner.get(attr.NOVA_TASK_STATE)).lower():
-        raise Fail(f"{given!r} is not what nova-api wrote: read nova.instance.task_state on "
-                   f"{owner.name}, the span above step 5")
+    given = _span_id(ctx, "row-span")
+    if given != owner.span_id:
+        raise Fail(f"{given!r} is not the span above step 5 that records the vm_state and "
+                   "task_state nova-api wrote (nova.instance.task_state): its span id, from "
+                   "`novalab trace show --server NAME --attributes`")
 
 
-@check("did the 202 leave before step 8? (answer answered-first)")
-def answered_first(ctx):
+@check("steps 7 and 8: which came first, and by how much (answer race-ms)")
+def race_ms(ctx):
     result = _flow(ctx, 7, 8)
-    first = result.result(7).time_ns < result.result(8).time_ns
-    given = ctx.answer("answered-first").lower()
-    if given not in ("yes", "no"):
-        raise Fail(f"{given!r}: answer yes or no")
-    if (given == "yes") != first:
-        raise Fail("that is not what your trace shows: compare the times (+N ms) of steps 7 "
-                   "and 8 in the flow check")
+    gap = result.offset_ms(result.result(8)) - result.offset_ms(result.result(7))
+    given = ctx.answer("race-ms").lower().removesuffix("ms").strip()
+    try:
+        value = float(given)
+    except ValueError as exc:
+        raise Fail(f"{given!r} is not a number of milliseconds (negative when step 8 came "
+                   "first)") from exc
+    if abs(value - gap) > 0.01:
+        raise Fail(f"{value:g} ms is not step 8's time minus step 7's in your boot: read both "
+                   "(+N ms) in the flow check, to the microsecond")
 
 
-def _states(text: str) -> list[str]:
-    words = [w for w in re.split(r"[\s,;>]+|->|→", text.lower()) if w and w not in _EMPTY]
-    return [w for i, w in enumerate(words) if i == 0 or w != words[i - 1]]
-
-
-@check("the task_states of your build, in order (answer task-states)")
-def task_states(ctx):
+@check("the write that set the task_state drawn for you (answer state-span)")
+def state_span(ctx):
+    wanted = str(ctx.parameters.get("state", ""))
     trace = ctx.boot(ctx.names["server"])
-    recorded = _states(" ".join(str(s.get(attr.NOVA_TASK_STATE) or "-") for s in _writes(trace)))
-    if not recorded:
-        raise Fail("your trace records no task_state: was the server booted on this cloud?")
-    given = _states(ctx.answer("task-states"))
-    if given != recorded:
-        missing = [s for s in recorded if s not in given]
-        raise Fail(f"{' '.join(given) or 'nothing'} is not the order your trace recorded"
-                   + (f" ({len(missing)} state(s) missing)" if missing else "")
-                   + ": read nova.instance.task_state on each span that wrote the row "
-                     "(INSERT or UPDATE instances below it), in the order they began")
+    writes = [s for s in _writes(trace) if s.get(attr.NOVA_TASK_STATE) == wanted]
+    if not writes:
+        raise Fail(f"no write of your boot recorded task_state {wanted!r}")
+    given = _span_id(ctx, "state-span")
+    if given not in {s.span_id for s in writes}:
+        other = next((s.get(attr.NOVA_TASK_STATE) for s in _writes(trace)
+                      if s.span_id == given), None)
+        raise Fail(f"{given!r} is " + (f"the write of task_state {other}" if other else
+                                       "not a span that wrote your instance's row")
+                   + f": find the span that wrote {wanted} (nova.instance.task_state, with "
+                     "an UPDATE instances below it) and answer its span id")
 
 
-@check("how many polls your client sent until it saw ACTIVE (answer polls)")
-def polls(ctx):
+@check("the first poll that saw {server} ACTIVE (answer active-poll)")
+def active_poll(ctx):
     trace = ctx.boot(ctx.names["server"])
-    create = next((s for s in trace if s.service == "nova-api" and _CREATE(s)), None)
     server_id = ctx.require_server(ctx.names["server"])["id"]
-    gets = [s for s in trace if s.service == "nova-api" and _POLL(s) and create is not None
-            and str(s.get(attr.URL_PATH, "")).endswith(f"/servers/{server_id}")
-            and s.start_ns > create.start_ns]
-    active = [s.end_ns for s in _writes(trace) if s.get(attr.NOVA_VM_STATE) == "active"]
-    if not gets or not active:
-        raise Fail("your boot's trace has no poll that saw ACTIVE: boot with --wait")
-    until = next((i + 1 for i, s in enumerate(gets) if s.start_ns >= active[-1]), len(gets))
-    given = ctx.answer("polls")
-    if not given.isdigit() or not until <= int(given) <= len(gets):
-        raise Fail(f"{given!r} is not how many times your client polled: count nova-api's "
-                   "GET /v2.1/servers/<server_id> spans whose url.path ends with your "
-                   "server's id")
+    polls = sorted((s for s in trace if s.service == "nova-api" and _POLL(s)
+                    and str(s.get(attr.URL_PATH, "")).endswith(f"/servers/{server_id}")),
+                   key=lambda s: s.start_ns)
+    saw = [p for p in polls if any(d.get(attr.NOVA_VM_STATE) == "active"
+                                   for d in trace.descendants(p))]
+    if not saw:
+        raise Fail("no poll of your boot saw ACTIVE: boot with --wait")
+    given = ctx.answer("active-poll")
+    if given != saw[0].get(attr.OPENSTACK_REQUEST_ID):
+        late = any(given == p.get(attr.OPENSTACK_REQUEST_ID) for p in saw)
+        raise Fail(f"{given!r} is " + ("a later poll" if late else "not a poll of your boot")
+                   + ": the first GET /v2.1/servers/<server_id> whose ServersController.show "
+                     "records nova.instance.vm_state = active; answer its request id")

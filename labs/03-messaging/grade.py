@@ -1,9 +1,10 @@
 """Lab 03: the casts and calls of the learner's boot, read from its trace.
 
-Each answer is compared with the messaging attributes of the spans the flow
-check names in the learner's own trace (steps 12, 14 and 17), on whichever
-broker carried them: the checks hold on the lab cloud's in-memory broker and on
-RabbitMQ alike.
+Each answer is an id only the learner's own boot carries: the message id of
+step 12's cast, the correlation id of step 14's call and of the call number
+drawn for this attempt, the span id of step 17's reply. They are the messaging
+attributes of the spans the flow check names, on whichever broker carried them:
+the checks hold on the lab cloud's in-memory broker and on RabbitMQ alike.
 """
 
 from novalab.labs.grading import Fail, check
@@ -25,80 +26,70 @@ def _step(ctx, number: int):
     return result.trace, step.span
 
 
-@check("the broker that carried your messages (answer broker)")
-def broker(ctx):
-    trace, _ = _step(ctx, 12)
-    systems = {str(s.get(attr.MESSAGING_SYSTEM)) for s in trace if s.get(attr.MESSAGING_SYSTEM)}
-    given = ctx.answer("broker")
-    if given.lower() not in {s.lower() for s in systems}:
-        raise Fail(f"{given!r} carried none of your boot's messages: read messaging.system on "
-                   "any send or process span (the flow check's last note names it too)")
-
-
-@check("the method cast to the compute host, step 12 (answer compute-method)")
-def compute_method(ctx):
-    """What the learner's trace cast. Step 12 is the table's hybrid: Grizzly's scheduler
-    cast run_instance, novalab's casts build_and_run_instance (the conductor's, Juno on);
-    the table's era's answer is told why it is not this trace's."""
-    _, span = _step(ctx, 12)
-    given = ctx.answer("compute-method")
+@check("the message cast to the compute host, step 12 (answer compute-message)")
+def compute_message(ctx):
+    """Step 12 is the table's hybrid: Grizzly's scheduler cast run_instance, novalab's
+    casts build_and_run_instance (the conductor's, Juno on); an answer naming a method
+    is told which one this trace cast, and the table's era's why not."""
+    trace, span = _step(ctx, 12)
+    given = ctx.answer("compute-message")
+    if given == span.get(attr.MESSAGING_MESSAGE_ID):
+        return
     cast = span.get(attr.RPC_METHOD)
     if given == "run_instance" and cast != given:
         raise Fail(f"run_instance is what Grizzly's scheduler cast; step 12 is the table's "
                    f"hybrid: novalab's scheduler casts {cast}, which upstream's conductor "
-                   "sends since Juno. Answer what your trace cast: its rpc.method")
-    if given != cast:
-        raise Fail(f"{given!r} is not the method of step 12's cast: read its rpc.method")
-
-
-@check("the queue that cast went to (answer compute-queue)")
-def compute_queue(ctx):
-    _, span = _step(ctx, 12)
-    key = span.get(attr.MESSAGING_ROUTING_KEY)
-    given = ctx.answer("compute-queue")
-    if given != key:
-        hint = " (the topic alone reaches any host; this cast went to one)" \
-            if key and given == key.split(".")[0] else ""
-        raise Fail(f"{given!r} is not where step 12's cast went{hint}: read its "
-                   "messaging.rabbitmq.destination.routing_key")
+                   "sends since Juno. Answer the message id of the cast your trace shows")
+    if given == cast:
+        raise Fail(f"{cast} is the method every boot casts at step 12: answer the message id "
+                   "of yours (messaging.message.id on its span)")
+    other = next((s.get(attr.RPC_METHOD) for s in trace
+                  if s.get(attr.MESSAGING_MESSAGE_ID) == given), None)
+    raise Fail(f"{given!r} is " + (f"the id of another message ({other})" if other else
+                                   "no message id of your boot")
+               + ": read messaging.message.id on step 12's span")
 
 
 def _conductor_calls(trace) -> list:
-    return [s for s in trace if s.service == "nova-compute" and s.kind == "PRODUCER"
-            and s.get(attr.NOVALAB_RPC_STYLE) == "call" and s.get(attr.RPC_SERVICE) == "conductor"]
+    return sorted((s for s in trace if s.service == "nova-compute" and s.kind == "PRODUCER"
+                   and s.get(attr.NOVALAB_RPC_STYLE) == "call"
+                   and s.get(attr.RPC_SERVICE) == "conductor"), key=lambda s: s.start_ns)
 
 
-@check("nova-compute's calls to the conductor (answer conductor-calls)")
-def conductor_calls(ctx):
-    trace, build = _step(ctx, 13)
-    calls = _conductor_calls(trace)
-    during = [s for s in calls if trace.is_under(s, build)]
-    given = ctx.answer("conductor-calls")
-    if not given.isdigit() or int(given) not in (len(calls), len(during)):
-        raise Fail(f"{given!r} is not how many times nova-compute called the conductor in your "
-                   "trace: count its PRODUCER spans `send conductor` (style call)")
-
-
-@check("the queue the conductor's replies went to (answer reply-queue)")
-def reply_queue(ctx):
-    trace, span = _step(ctx, 17)
-    queues = {span.get(attr.MESSAGING_ROUTING_KEY)} | {
-        s.get(attr.MESSAGING_DESTINATION_NAME) for s in trace
-        if s.service == "nova-compute" and s.kind == "CONSUMER"
-        and s.get(attr.NOVALAB_RPC_STYLE) == "reply"}
-    given = ctx.answer("reply-queue")
-    if given not in queues:
-        raise Fail(f"{given!r} is not nova-compute's reply queue in your trace: read the "
-                   "routing key of step 17's span (send reply_...)")
+def _correlation(ctx, key: str, span, what: str, trace) -> None:
+    wanted = span.get(attr.MESSAGING_CONVERSATION_ID)
+    given = ctx.answer(key)
+    if given != wanted:
+        other = any(s.get(attr.MESSAGING_CONVERSATION_ID) == given for s in trace)
+        raise Fail(f"{given!r} is " + ("the correlation id of another call" if other else
+                                       "no correlation id of your trace")
+                   + f": read messaging.message.conversation_id on {what}")
 
 
 @check("the correlation id of the call at step 14 (answer correlation-id)")
 def correlation_id(ctx):
     trace, span = _step(ctx, 14)
-    wanted = span.get(attr.MESSAGING_CONVERSATION_ID)
-    given = ctx.answer("correlation-id")
-    if given != wanted:
-        other = any(s.get(attr.MESSAGING_CONVERSATION_ID) == given for s in trace)
-        raise Fail(f"{given!r} is " + ("the correlation id of another call" if other else
-                                       "no correlation id of your trace")
-                   + ": read messaging.message.conversation_id on step 14's span")
+    _correlation(ctx, "correlation-id", span, "step 14's span", trace)
+
+
+@check("the conductor's reply to that call, step 17 (answer reply-span)")
+def reply_span(ctx):
+    trace, span = _step(ctx, 17)
+    given = ctx.answer("reply-span").lower()
+    if given != span.span_id:
+        raise Fail(f"{given!r} is not the span of step 17 in your boot: the conductor's "
+                   "`send reply_...` with step 14's correlation id (its span id ends the "
+                   "step's line in the flow check)")
+
+
+@check("the call to the conductor your guide names (answer call-correlation-id)")
+def call_correlation_id(ctx):
+    trace, _ = _step(ctx, 13)
+    number = int(ctx.parameters.get("call", 1))
+    calls = _conductor_calls(trace)
+    if len(calls) < number:
+        raise Fail(f"your boot has {len(calls)} calls from nova-compute to the conductor, "
+                   f"not {number}: boot as the guide says")
+    _correlation(ctx, "call-correlation-id", calls[number - 1],
+                 f"nova-compute's call number {number} (`send conductor`, style call, in the "
+                 "order they were sent)", trace)

@@ -1,9 +1,10 @@
 """Lab 05: the learner's image, fetched by their first boot (steps 19-25), cached for the second.
 
 Every answer is checked against what the learner's own cloud and trace show:
-the image's checksum in Glance's record, the OSD and pool on the ``ceph.osd/read``
-span of their image's object below step 23 of their first boot, and the duration
-of that boot's step 23 span.
+the image's checksum in Glance's record (their own random bytes), the span id of
+the ``ceph.osd/read`` of their image's object below step 23 of their first boot
+(which OSD and pool serve it is read there, not asked: three OSDs and one pool
+are everyone's answers), and the duration of that boot's step 23 span.
 """
 
 import re
@@ -133,24 +134,14 @@ def checksum(ctx):
                    "read the image's `checksum` (or `md5sum` the file you uploaded)")
 
 
-@check("the OSD that served your image's object (answer osd)")
-def osd(ctx):
-    given = ctx.answer("osd").lower().removeprefix("osd.").strip()
-    served = {str(s.get(attr.CEPH_OSD)) for s in _object_reads(ctx)}
-    if given not in served:
-        raise Fail(f"{given!r} is not the OSD on the read of your image's object: below step "
-                   "23 ceph-rgw reads the container's metadata first, then "
-                   "glance/<image id>; read that span's ceph.osd "
-                   f"(`novalab trace show --server {ctx.names['first']} --attributes`)")
-
-
-@check("the pool your image's object lives in (answer pool)")
-def pool(ctx):
-    given = ctx.answer("pool")
-    pools = {str(s.get(attr.CEPH_POOL)) for s in _object_reads(ctx)}
-    if given not in pools:
-        raise Fail(f"{given!r} is not the pool on the read of glance/<image id> below step 23: "
-                   "read that span's ceph.pool")
+@check("the OSD read of your image's object, step 24 (answer object-read)")
+def object_read(ctx):
+    given = ctx.answer("object-read").lower()
+    reads = _object_reads(ctx)
+    if given not in {s.span_id for s in reads}:
+        raise Fail(f"{given!r} is not the span of the ceph.osd/read of glance/<image id> below "
+                   f"step 23 of {ctx.names['first']}: answer its span id (the pool and the "
+                   "OSD are on it too)")
 
 
 @check("how long step 23 took in {first} (answer rgw-ms)")

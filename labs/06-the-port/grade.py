@@ -1,7 +1,7 @@
 """Lab 06: the learner's network, the port of their boot, and steps 26-38, 44 in its trace.
 
-Every answer is checked against the learner's own boot: the queue and host in the
-PRODUCER/CONSUMER spans of steps 27 and 34, the hosts-file lines on the DHCP agent's
+Every answer is checked against the learner's own boot: the time from step 26 to
+step 30, the message id of step 34's CONSUMER span, the hosts-file lines on the DHCP agent's
 span of step 30 (and the port's MAC and address from neutron's API), the event
 nova-compute waited for (``nova.events``) and the port it names, and the tap of the
 guest's interface in the domain XML nova-compute kept (``libvirt.xml``), the device
@@ -46,7 +46,7 @@ def _step(ctx, number: int):
     return step.span
 
 
-@check("{network} has the subnet {subnet}, with DHCP on")
+@check("{network} has the subnet {subnet}, in the range drawn for you, with DHCP on")
 def network_and_subnet(ctx):
     network = _network(ctx)
     name = ctx.names["subnet"]
@@ -56,6 +56,10 @@ def network_and_subnet(ctx):
                    f"{network['name']} --subnet-range CIDR {name}`")
     if subnets[0]["network_id"] != network["id"]:
         raise Fail(f"{name} is on another network, not on {network['name']}")
+    drawn = f"192.168.{ctx.parameters.get('net')}.0/24"
+    if subnets[0]["cidr"] != drawn:
+        raise Fail(f"{name} is {subnets[0]['cidr']}, not {drawn}: delete it and "
+                   "create it with the range your guide names (step 1)")
     if not subnets[0]["enable_dhcp"]:
         raise Fail(f"{name} has DHCP off: no DHCP agent would serve it (steps 27-33)")
 
@@ -89,24 +93,31 @@ def port_steps(ctx):
                    f"{network['name']}: boot {ctx.names['server']} again on it")
 
 
-@check("the queue of step 27's cast (answer dhcp-queue)")
-def dhcp_queue(ctx):
-    span = _step(ctx, 27)
-    queue = span.get(attr.MESSAGING_ROUTING_KEY) or span.name.removeprefix("send ")
-    given = ctx.answer("dhcp-queue")
-    if given != queue:
-        raise Fail(f"{given!r} is not where step 27 sent port_create_end: its PRODUCER "
-                   "span is named `send <queue>` (the routing key, in --attributes)")
+@check("how long after step 26 dnsmasq was reloaded, step 30 (answer dhcp-ms)")
+def dhcp_ms(ctx):
+    result = ctx.flow(ctx.names["server"])
+    created, reloaded = result.result(26), result.result(30)
+    if not (created.matched and reloaded.matched):
+        raise Fail("steps 26 and 30 must both be in your boot: `novalab flow check --server NAME`")
+    gap = result.offset_ms(reloaded) - result.offset_ms(created)
+    given = ctx.answer("dhcp-ms").lower().removesuffix("ms").strip()
+    try:
+        value = float(given)
+    except ValueError as exc:
+        raise Fail(f"{given!r} is not a number of milliseconds") from exc
+    if abs(value - gap) > 0.01:
+        raise Fail(f"{value:g} ms is not step 30's time minus step 26's in your boot: read "
+                   "both (+N ms) in the flow check, to the microsecond")
 
 
-@check("the host of the L2 agent of step 34 (answer l2-host)")
-def l2_host(ctx):
+@check("the message the L2 agent took at step 34 (answer l2-message)")
+def l2_message(ctx):
     span = _step(ctx, 34)
-    given = ctx.answer("l2-host")
-    if given != span.host:
-        raise Fail(f"{given!r} is not the host of step 34's span: the flow check writes "
-                   "it after the service, neutron-l2-agent@HOST; it is the host the port "
-                   "is bound to (binding:host_id)")
+    given = ctx.answer("l2-message")
+    if given != span.get(attr.MESSAGING_MESSAGE_ID):
+        raise Fail(f"{given!r} is not the id of the port_update message step 34 took: read "
+                   "messaging.message.id on its CONSUMER span (step 28's PRODUCER, which "
+                   "sent it, carries the same)")
 
 
 @check("your port's line in dnsmasq's hosts file (answer dhcp-entry)")

@@ -102,17 +102,21 @@ def test_a_modern_boot_is_not_graded_on_classic_step_numbers(modern_spans):
     assert ctx.flow("vm", "modern") is result
 
 
-def test_lab_03_grades_the_method_the_trace_cast_and_explains_the_hybrid():
+def test_lab_03_grades_the_cast_the_trace_sent_and_explains_the_hybrid():
     """Classic step 12 casts today's build_and_run_instance where Grizzly's scheduler cast
-    run_instance: the answer is the trace's, and the table's era's answer is told why not."""
+    run_instance: the answer is the id of the trace's own cast, the table's era's method
+    is told why not, and the method itself (everyone's) is not an answer."""
     from novalab.diagrams.load import load_trace
 
     lab = find("03")
     ctx = context(Store(list(load_trace(RECORDED_CLASSIC))))
     ctx.lab, ctx.names = lab, lab.rendered_names("demo")
-    compute_method = lab.module("grade").compute_method
-    ctx.answers = {"compute-method": "build_and_run_instance"}
-    compute_method(ctx)
-    ctx.answers = {"compute-method": "run_instance"}
+    compute_message = lab.module("grade").compute_message
+    ctx.answers = {"compute-message": ctx.flow("vm").result(12).span.get("messaging.message.id")}
+    compute_message(ctx)
+    ctx.answers = {"compute-message": "run_instance"}
     with pytest.raises(Fail, match=r"Grizzly.*hybrid"):
-        compute_method(ctx)
+        compute_message(ctx)
+    ctx.answers = {"compute-message": "build_and_run_instance"}
+    with pytest.raises(Fail, match=r"every boot casts"):
+        compute_message(ctx)

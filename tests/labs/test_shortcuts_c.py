@@ -1,0 +1,198 @@
+"""Labs 13-18 cannot be passed without the work: a shortcut fails its check.
+
+Each test grades one check on a Context whose cloud is a fake (canned API
+answers) and whose trace store holds recorded or hand-made spans: a classmate's
+answer (the value another boot gives, or one that is the same for every boot),
+a faked artifact, or a trace from before the attempt started fails; the
+learner's own value passes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from novalab.labs.cloud import Cloud
+from novalab.labs.course import find
+from novalab.labs.grading import Context, Fail
+from novalab.tracing import attributes as attr
+from novalab.tracing.model import Event, Span
+from novalab.tracing.store import NoTrace
+
+NOW_NS = 1_700_000_000 * 10**9
+
+
+class Store:
+    """A trace store of given spans: by request id, by server, or a lab's own words."""
+
+    def __init__(self, spans: list[Span]):
+        self.spans = spans
+
+    def select(self, request_id=None, server=None, **words):
+        if request_id is not None:
+            ids = {s.trace_id for s in self.spans if s.get(attr.OPENSTACK_REQUEST_ID) == request_id}
+        else:
+            ids = {s.trace_id for s in self.spans if server in (
+                s.get(attr.NOVA_INSTANCE_UUID), s.get(attr.NOVALAB_SERVER_NAME))}
+        if not ids:
+            raise NoTrace(f"no trace of {request_id or server}")
+        return SimpleNamespace(spans=[s for s in self.spans if s.trace_id in ids])
+
+
+class Api:
+    """The cloud's APIs as canned answers: {(service, path): body}."""
+
+    def __init__(self, routes: dict):
+        self.routes = routes
+
+    def get(self, service: str, path: str, **params):
+        return self.routes[(service, path)]
+
+    def request(self, method: str, service: str, path: str, **kwargs):
+        body = self.routes.get((service, path))
+        return SimpleNamespace(status_code=404 if body is None else 200, json=lambda: body,
+                               raise_for_status=lambda: None)
+
+
+def context(lab: str, spans: list[Span], routes: dict, answers: dict,
+            server: dict | None = None, workdir: Path = Path("/nonexistent"),
+            parameters: dict | None = None, started_at: float = 0.0) -> Context:
+    ctx = Context(lab=find(lab), cloud=Cloud("lab", Path("/nonexistent"), {}), user="demo",
+                  password="", project="demo", workdir=workdir, answers=answers,
+                  parameters=parameters or {}, started_at=started_at)
+    api = Api(routes)
+    ctx.__dict__.update(store=Store(spans), api=api, admin_api=api)
+    ctx.server = lambda name: server
+    return ctx
+
+
+def grade_check(ctx: Context, name: str) -> None:
+    getattr(ctx.lab.module("grade"), name)(ctx)
+
+
+def span(trace: str, span_id: str, parent: str | None, name: str, service: str, start: int,
+         kind: str = "INTERNAL", attributes: dict | None = None, events=(), host=None,
+         end: int | None = None) -> Span:
+    return Span(trace, span_id, parent, name, kind, service, NOW_NS + start,
+                NOW_NS + (end if end is not None else start + 1000), host,
+                attributes or {}, tuple(events))
+
+
+# -- lab 17: server actions ------------------------------------------------------------------
+
+SERVER_17 = {"id": "5e17e000-0000-4000-8000-000000000017", "name": "lab17-demo-vm",
+             "status": "ACTIVE"}
+
+
+def save(start: int, **states) -> Event:
+    return Event("Instance.save", NOW_NS + start,
+                 {f"nova.instance.{key}": value for key, value in states.items()})
+
+
+def reboot_and_suspend(tag: str) -> list[Span]:
+    """A hard reboot and a suspend of one server, each a trace of nova-api and the
+    conductor's saves; ``tag`` makes one learner's ids differ from another's."""
+    hard, susp = f"{tag}1" * 16, f"{tag}2" * 16
+    return [
+        span(hard, f"{tag}a" * 8, None, "POST /v2.1/servers/x/action", "nova-api", 0, "SERVER",
+             {attr.OPENSTACK_REQUEST_ID: f"req-{tag}-hard"}),
+        span(hard, f"{tag}b" * 8, f"{tag}a" * 8, "API.reboot", "nova-api", 10,
+             events=[save(11, task_state="rebooting_hard", expected_task_state=("None",))]),
+        span(hard, f"{tag}c" * 8, f"{tag}a" * 8, "ConductorManager.instance_update",
+             "nova-conductor", 20, events=[save(21, task_state="reboot_pending_hard",
+                                                expected_task_state=("rebooting_hard",))]),
+        span(hard, f"{tag}d" * 8, f"{tag}a" * 8, "ConductorManager.instance_update",
+             "nova-conductor", 30, events=[save(31, task_state="reboot_started_hard",
+                                                expected_task_state=("reboot_pending_hard",))]),
+        span(hard, f"{tag}e" * 8, f"{tag}a" * 8, "ConductorManager.instance_update",
+             "nova-conductor", 40, events=[save(41, task_state="None", vm_state="active",
+                                                power_state=1,
+                                                expected_task_state=("reboot_started_hard",))]),
+        span(susp, f"{tag}f" * 8, None, "POST /v2.1/servers/x/action", "nova-api", 50, "SERVER",
+             {attr.OPENSTACK_REQUEST_ID: f"req-{tag}-suspend"}),
+        span(susp, f"{tag}0" * 8, f"{tag}f" * 8, "ConductorManager.instance_update",
+             "nova-conductor", 60, events=[save(61, task_state="None", vm_state="suspended",
+                                                power_state=4,
+                                                expected_task_state=("suspending",))]),
+    ]
+
+
+def lab17(answers: dict, workdir: Path = Path("/nonexistent"), console: str = "") -> Context:
+    actions = [{"action": "reboot", "request_id": "req-1-hard",
+                "start_time": "2023-11-14T22:13:20"},
+               {"action": "suspend", "request_id": "req-1-suspend",
+                "start_time": "2023-11-14T22:13:21"}]
+    routes = {("compute", f"/servers/{SERVER_17['id']}/os-instance-actions"):
+              {"instanceActions": actions},
+              ("compute", f"/servers/{SERVER_17['id']}/action"): {"output": console},
+              ("network", "/v2.0/ports"): {"ports": [{"mac_address": "fa:16:3e:17:00:01"}]}}
+    # The store also holds a classmate's (tag 2) traces of the same actions.
+    return context("17", reboot_and_suspend("1") + reboot_and_suspend("2"), routes, answers,
+                   SERVER_17, workdir)
+
+
+MINE_17 = ",".join(c * 8 for c in "1b 1c 1d 1e".split())
+
+
+@pytest.mark.parametrize("given", [
+    "rebooting_hard, reboot_pending_hard, reboot_started_hard, None",  # every server's states
+    ",".join(c * 8 for c in "2b 2c 2d 2e".split()),                    # a classmate's spans
+])
+def test_lab17_the_hard_reboot_is_answered_with_the_learners_own_saves(given):
+    with pytest.raises(Fail, match="not the spans that saved"):
+        grade_check(lab17({"hard-reboot": given}), "hard_reboot")
+    grade_check(lab17({"hard-reboot": MINE_17}), "hard_reboot")
+
+
+@pytest.mark.parametrize("given", ["4", "2f" * 8])  # every suspend's power state; a classmate's
+def test_lab17_the_suspend_is_answered_with_the_learners_own_save(given):
+    with pytest.raises(Fail, match="not the span whose Instance.save wrote vm_state suspended"):
+        grade_check(lab17({"suspended-save": given}), "suspended_save")
+    grade_check(lab17({"suspended-save": "10" * 8}), "suspended_save")
+
+
+CONSOLE = ("Cloud-init v. 24.1 running 'init' at Tue, 14 Nov 2023 22:13:20 +0000. "
+           "Up 0.01 seconds.\r\n"
+           "ci-info: |  eth0  | True | 10.0.0.17 | fa:16:3e:17:00:01 |\r\n")
+
+
+def test_lab17_a_console_txt_of_lines_every_guest_prints_is_not_the_servers_log(tmp_path):
+    (tmp_path / "console.txt").write_text(CONSOLE.splitlines()[0] + "\n")
+    with pytest.raises(Fail, match="does not show the network device"):
+        grade_check(lab17({}, tmp_path, CONSOLE), "console_log")
+    (tmp_path / "console.txt").write_text(CONSOLE)
+    grade_check(lab17({}, tmp_path, CONSOLE), "console_log")
+
+
+# -- lab 16: key pairs and metadata ----------------------------------------------------------
+
+SERVER_16 = {"id": "5e16e000-0000-4000-8000-000000000016", "name": "lab16-demo-vm",
+             "status": "ACTIVE"}
+PROXIED = "http://127.0.0.1:8775/openstack/latest/meta_data.json"
+
+
+def metadata_boot(tag: str, server_id: str, key: str) -> list[Span]:
+    """The metadata hop of one boot: the proxy's CLIENT span, nova-api-metadata's SERVER
+    span under it and the ``_metadata_as_json`` that served ``key``."""
+    trace = f"{tag}6" * 16
+    return [
+        span(trace, f"{tag}0" * 8, None, "POST /v2.1/servers", "nova-api", 0, "SERVER",
+             {attr.NOVA_INSTANCE_UUID: server_id}),
+        span(trace, f"{tag}1" * 8, f"{tag}0" * 8, "GET", "neutron-metadata-proxy", 10, "CLIENT",
+             {attr.URL_FULL: PROXIED}),
+        span(trace, f"{tag}2" * 8, f"{tag}1" * 8, "GET /openstack/latest/meta_data.json",
+             "nova-api-metadata", 11, "SERVER"),
+        span(trace, f"{tag}3" * 8, f"{tag}2" * 8, "InstanceMetadata._metadata_as_json",
+             "nova-api-metadata", 12, attributes={attr.NOVA_KEYPAIR_NAME: key}),
+    ]
+
+
+def test_lab16_the_hop_is_the_learners_span_not_the_url_every_guest_uses():
+    spans = metadata_boot("a", SERVER_16["id"], "lab16-demo-key") + \
+        metadata_boot("b", "5e16e000-0000-4000-8000-0000000000b2", "lab16-ann-key")
+    for given in (PROXIED, "b1" * 8):  # every guest's URL; a classmate's hop
+        with pytest.raises(Fail, match="not the span of neutron-metadata-proxy's request"):
+            grade_check(context("16", spans, {}, {"proxy-hop": given}, SERVER_16), "proxy_hop")
+    grade_check(context("16", spans, {}, {"proxy-hop": "a1" * 8}, SERVER_16), "proxy_hop")

@@ -196,3 +196,68 @@ def test_lab16_the_hop_is_the_learners_span_not_the_url_every_guest_uses():
         with pytest.raises(Fail, match="not the span of neutron-metadata-proxy's request"):
             grade_check(context("16", spans, {}, {"proxy-hop": given}, SERVER_16), "proxy_hop")
     grade_check(context("16", spans, {}, {"proxy-hop": "a1" * 8}, SERVER_16), "proxy_hop")
+
+
+# -- lab 15: shelve --------------------------------------------------------------------------
+
+SERVER_15 = {"id": "5e15e000-0000-4000-8000-000000000015", "name": "lab15-demo-vm",
+             "status": "ACTIVE"}
+
+
+class Session:
+    """A shelve session's flow check, as `novalab flow check --flow shelve` gives it."""
+
+    def __init__(self, steps: dict[int, Span]):
+        self.steps = steps
+
+    def result(self, number: int):
+        return SimpleNamespace(matched=number in self.steps, span=self.steps.get(number),
+                               step=SimpleNamespace(text=f"step {number}"))
+
+
+def lab15(answers: dict) -> Context:
+    """Every class's unshelve goes through nova-scheduler and, on an empty lab cloud, back
+    to compute-1: only the spans are the learner's."""
+    trace = "15" * 16
+    steps = {21: span(trace, "21" * 8, None, "process scheduler", "nova-scheduler", 0,
+                      "CONSUMER", host="controller"),
+             25: span(trace, "25" * 8, None, "send compute.compute-1", "nova-conductor", 10,
+                      "PRODUCER", host="controller"),
+             26: span(trace, "26" * 8, None, "process compute.compute-1", "nova-compute", 20,
+                      "CONSUMER", host="compute-1")}
+    ctx = context("15", [], {("compute", f"/servers/{SERVER_15['id']}"):
+                             {"server": {"OS-EXT-SRV-ATTR:host": "compute-1"}}},
+                  answers, SERVER_15)
+    ctx._boots[("shelve", SERVER_15["id"])] = Session(steps)
+    return ctx
+
+
+@pytest.mark.parametrize("given", ["nova-scheduler", "ab" * 8])  # every class's; a classmate's
+def test_lab15_the_scheduler_that_picked_is_the_learners_span(given):
+    with pytest.raises(Fail, match="not the span id of the CONSUMER span"):
+        grade_check(lab15({"picked-by": given}), "picked_by")
+    grade_check(lab15({"picked-by": "21" * 8}), "picked_by")
+
+
+@pytest.mark.parametrize("given", ["compute-1", "ab" * 8])
+def test_lab15_the_host_is_answered_with_the_learners_cast_to_it(given):
+    with pytest.raises(Fail, match="not the span id of the conductor's cast"):
+        grade_check(lab15({"sent-to-host": given}), "sent_to_host")
+    grade_check(lab15({"sent-to-host": "25" * 8}), "sent_to_host")
+
+
+def test_lab15_a_shelve_from_before_the_attempt_does_not_count(monkeypatch):
+    """A server kept from an earlier attempt, shelved and unshelved then: the session is
+    the latest in the store, and it is old."""
+    import dataclasses
+
+    from novalab.diagrams import flows
+
+    real = flows.get_flow("shelve")
+    old = [span("0f" * 16, "0f" * 8, None, "POST /v2.1/servers/x/action", "nova-api", 0,
+                "SERVER", {attr.NOVA_INSTANCE_UUID: SERVER_15["id"]})]
+    monkeypatch.setattr(flows, "get_flow", lambda name: dataclasses.replace(
+        real, select=lambda store, **words: old))
+    ctx = context("15", [], {}, {}, SERVER_15, started_at=NOW_NS / 1e9 + 60)
+    with pytest.raises(Fail, match="before this attempt"):
+        grade_check(ctx, "whole_session")

@@ -261,3 +261,51 @@ def test_lab15_a_shelve_from_before_the_attempt_does_not_count(monkeypatch):
     ctx = context("15", [], {}, {}, SERVER_15, started_at=NOW_NS / 1e9 + 60)
     with pytest.raises(Fail, match="before this attempt"):
         grade_check(ctx, "whole_session")
+
+
+# -- lab 13: safe to share -------------------------------------------------------------------
+
+PROJECT_13 = "13" * 16
+
+
+def cinder_request(tag: str, project_id: str, status: int, start: int) -> list[Span]:
+    """cinder-api's answer to one volume request of ``project_id``, and its count of the
+    project's volumes."""
+    trace = f"{tag}{status}"[:4] * 8
+    return [span(trace, f"{tag}a{status}"[:4] * 4, None, "POST /v3/<project_id>/volumes",
+                 "cinder-api", start, "SERVER",
+                 {attr.OPENSTACK_REQUEST_ID: f"req-{tag}-{status}",
+                  attr.URL_PATH: f"/v3/{project_id}/volumes",
+                  attr.HTTP_RESPONSE_STATUS_CODE: status}),
+            span(trace, f"{tag}b{status}"[:4] * 4, f"{tag}a{status}"[:4] * 4,
+                 "SELECT cinder_volumes", "cinder-api", start + 10, "CLIENT")]
+
+
+def lab13(answers: dict) -> Context:
+    spans = (cinder_request("1", PROJECT_13, 413, 0) + cinder_request("1", PROJECT_13, 401, 100)
+             + cinder_request("2", "ab" * 16, 413, 0) + cinder_request("2", "ab" * 16, 401, 100))
+    routes = {("identity", "/projects"): {"projects": [{"name": "lab13-demo", "id": PROJECT_13}]},
+              ("identity", "/users"): {"users": [{"name": "lab13-demo-learner", "id": "u13",
+                                                  "enabled": False}]}}
+    return context("13", spans, routes, {"refused-request": "req-1-413", **answers})
+
+
+def test_lab13_a_classmates_refused_request_is_not_the_learners_projects():
+    with pytest.raises(Fail, match="is not a request of project lab13-demo"):
+        grade_check(lab13({"refused-request": "req-2-413"}), "refused")
+    grade_check(lab13({}), "refused")
+
+
+@pytest.mark.parametrize("given", ["413", "2b41" * 4])  # every class's status; a classmate's count
+def test_lab13_the_quota_count_is_the_learners_span(given):
+    with pytest.raises(Fail, match="not the span id of a SELECT"):
+        grade_check(lab13({"quota-count": given}), "quota_count")
+    grade_check(lab13({"quota-count": "1b411b41" * 2}), "quota_count")
+
+
+@pytest.mark.parametrize("given, why", [("401", "no trace has the request id"),
+                                        ("req-2-401", "is not a request of project")])
+def test_lab13_the_lockout_is_the_learners_own_401(given, why):
+    with pytest.raises(Fail, match=why):
+        grade_check(lab13({"locked-out": given}), "locked_out")
+    grade_check(lab13({"locked-out": "req-1-401"}), "locked_out")

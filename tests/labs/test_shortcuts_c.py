@@ -309,3 +309,90 @@ def test_lab13_the_lockout_is_the_learners_own_401(given, why):
     with pytest.raises(Fail, match=why):
         grade_check(lab13({"locked-out": given}), "locked_out")
     grade_check(lab13({"locked-out": "req-1-401"}), "locked_out")
+
+
+# -- lab 14: classic vs today ----------------------------------------------------------------
+
+FIXTURES = Path(__file__).parents[1] / "diagrams" / "fixtures"
+
+
+def classic_check(name: str):
+    from novalab.diagrams.check import check as flow_check
+    from novalab.diagrams.flows import get_flow
+    from novalab.diagrams.load import load_trace
+
+    return flow_check(load_trace(FIXTURES / name), get_flow("classic"))
+
+
+@pytest.fixture(scope="module")
+def classic_boots():
+    """The learner's classic boot, and another (a classmate's, or an earlier one)."""
+    return classic_check("boot-whole-cast.otlp.json"), classic_check("boot-embedded.otlp.json")
+
+
+def lab14(workdir: Path, classic, answers: dict | None = None, started_at: float = 0.0):
+    """Lab 14's grade module and a Context whose classic boot is ``classic``; the modern
+    boot, where a check needs it, is one step whose span is ``cd``*8."""
+    ctx = context("14", [], {}, answers or {}, workdir=workdir, started_at=started_at)
+    ctx._boots[("lab14", "classic")] = classic
+    step = SimpleNamespace(matched=True, step=SimpleNamespace(number=8),
+                           span=SimpleNamespace(span_id="cd" * 8))
+    ctx._boots[("lab14", "modern")] = SimpleNamespace(trace=SimpleNamespace(trace_id="ef" * 16),
+                                                      results=[step])
+    return ctx
+
+
+def test_lab14_a_compare_page_holding_only_the_trace_ids_is_not_the_comparison(
+        tmp_path, classic_boots):
+    mine, _ = classic_boots
+    (tmp_path / "compare.html").write_text(
+        f'{mine.trace.trace_id} {"ef" * 16} <tr data-change="moved">')
+    with pytest.raises(Fail, match="shows no span of a classic boot"):
+        grade_check(lab14(tmp_path, mine), "compare_page")
+
+
+def test_lab14_a_compare_page_of_another_boot_is_not_the_learners(tmp_path, classic_boots):
+    from novalab.diagrams.compare import compare, render_html
+
+    mine, other = classic_boots
+    (tmp_path / "compare.html").write_text(
+        render_html(compare(other)) + f"<!-- {mine.trace.trace_id} {'ef' * 16} -->")
+    with pytest.raises(Fail, match="does not show your classic boot's spans"):
+        grade_check(lab14(tmp_path, mine), "compare_page")
+    # The learner's own page gets past the classic side (this one has no modern boot).
+    (tmp_path / "compare.html").write_text(render_html(compare(mine)))
+    with pytest.raises(Fail, match="shows no span of a modern boot"):
+        grade_check(lab14(tmp_path, mine), "compare_page")
+
+
+def test_lab14_a_boot_from_before_the_attempt_does_not_count(tmp_path):
+    from novalab.diagrams.load import load_trace
+
+    spans = list(load_trace(FIXTURES / "boot-whole-cast.otlp.json"))
+    (tmp_path / "classic-cloud" / "traces").mkdir(parents=True)
+    ctx = context("14", [], {}, {}, workdir=tmp_path, parameters={"tag": "beef"},
+                  started_at=max(s.end_ns for s in spans) / 1e9 + 60)
+    grade = ctx.lab.module("grade")
+    grade.TraceStore = lambda state: SimpleNamespace(
+        select=lambda **words: SimpleNamespace(spans=spans))
+    with pytest.raises(Fail, match="before this attempt"):
+        grade.classic_boot(ctx)
+
+
+def test_lab14_the_claimer_is_the_learners_call_not_the_service_every_boot_names():
+    claim = span("14" * 16, "13" * 8, "c1" * 8, "PUT /allocations/x", "placement-api", 10,
+                 "SERVER")
+    call = span("14" * 16, "c1" * 8, "c0" * 8, "PUT", "nova-scheduler", 9, "CLIENT")
+    above = span("14" * 16, "c0" * 8, None, "SchedulerReportClient.claim_resources",
+                 "nova-scheduler", 8)
+    from novalab.tracing.model import Trace
+
+    for given in ("nova-scheduler", "ab" * 8):
+        ctx = lab14(Path("/nonexistent"), None, {"claimer": given})
+        ctx._boots[("lab14", "modern")] = SimpleNamespace(
+            trace=Trace.of([claim, call, above]),
+            result=lambda n: SimpleNamespace(matched=True, span=claim))
+        with pytest.raises(Fail, match="not the span that called placement"):
+            grade_check(ctx, "claimer")
+    ctx.answers = {"claimer": "c1" * 8}
+    grade_check(ctx, "claimer")

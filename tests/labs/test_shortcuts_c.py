@@ -396,3 +396,75 @@ def test_lab14_the_claimer_is_the_learners_call_not_the_service_every_boot_names
             grade_check(ctx, "claimer")
     ctx.answers = {"claimer": "c1" * 8}
     grade_check(ctx, "claimer")
+
+
+# -- lab 18: many hosts ----------------------------------------------------------------------
+
+
+def create_request(tag: str, host: str) -> list[Span]:
+    """The create request of one server built on ``host``: the scheduler's weighing and
+    cast, two calls of nova-compute to the conductor (the second waited longer), SQL."""
+    trace, root = f"{tag}8" * 16, f"{tag}0" * 8
+    weigh = Event("weigh", NOW_NS + 3, {attr.NOVA_SCHEDULER_WEIGHED_HOSTS: (host, "compute-9")})
+    call = {attr.RPC_SERVICE: "conductor", attr.NOVALAB_RPC_STYLE: "call",
+            attr.RPC_METHOD: "instance_update"}
+    reply = {attr.NOVALAB_RPC_STYLE: "reply", attr.RPC_METHOD: "instance_update"}
+    return [
+        span(trace, root, None, "POST /v2.1/servers", "nova-api", 0, "SERVER",
+             {attr.OPENSTACK_REQUEST_ID: f"req-{tag}"}),
+        span(trace, f"{tag}1" * 8, root, "INSERT instances", "nova-api", 1, "CLIENT",
+             {attr.DB_SYSTEM_NAME: "sqlite"}, end=5),
+        span(trace, f"{tag}2" * 8, root, "FilterScheduler._schedule", "nova-scheduler", 2,
+             events=[weigh]),
+        span(trace, f"{tag}3" * 8, root, f"send compute.{host}", "nova-scheduler", 4,
+             "PRODUCER"),
+        span(trace, f"{tag}4" * 8, root, "ComputeManager._build", "nova-compute", 6, host=host),
+        span(trace, f"{tag}5" * 8, f"{tag}4" * 8, "send conductor", "nova-compute", 7,
+             "PRODUCER", call, host=host),
+        span(trace, f"{tag}6" * 8, f"{tag}4" * 8, "receive reply_x", "nova-compute", 8,
+             "CONSUMER", reply, host=host, end=10),
+        span(trace, f"{tag}7" * 8, f"{tag}4" * 8, "send conductor", "nova-compute", 20,
+             "PRODUCER", call, host=host),
+        span(trace, f"{tag}9" * 8, f"{tag}4" * 8, "receive reply_x", "nova-compute", 21,
+             "CONSUMER", reply, host=host, end=90),
+    ]
+
+
+def lab18(answers: dict) -> Context:
+    """The learner's a, b, c (tags 1-3) on compute-1..3, and a classmate's (tags 4-6) on
+    the same hosts, as every empty lab cloud places them."""
+    spans, routes, servers = [], {}, {}
+    for tag, key in (("1", "a"), ("2", "b"), ("3", "c")):
+        server_id = f"5e18e000-0000-4000-8000-00000000001{tag}"
+        servers[f"lab18-demo-{key}"] = {"id": server_id, "name": f"lab18-demo-{key}",
+                                        "status": "ACTIVE"}
+        routes[("compute", f"/servers/{server_id}/os-instance-actions")] = {
+            "instanceActions": [{"action": "create", "request_id": f"req-{tag}"}]}
+        spans += create_request(tag, f"compute-{tag}")
+        spans += create_request(str(int(tag) + 3), f"compute-{tag}")
+    ctx = context("18", spans, routes, answers)
+    ctx.server = servers.get
+    return ctx
+
+
+@pytest.mark.parametrize("given", [
+    "compute-1,compute-2,compute-3",                  # where every class's servers land
+    ",".join(t * 8 for t in ("43", "53", "63")),      # a classmate's casts
+])
+def test_lab18_the_hosts_are_answered_with_the_learners_casts(given):
+    with pytest.raises(Fail, match="not the spans of nova-scheduler's casts"):
+        grade_check(lab18({"hosts": given}), "hosts")
+    grade_check(lab18({"hosts": ",".join(t * 8 for t in ("13", "23", "33"))}), "hosts")
+
+
+@pytest.mark.parametrize("check, key, shared, classmate, mine", [
+    ("weighed", "weighed", "compute-3,compute-9", "62" * 8, "32" * 8),
+    ("slowest_call", "slowest-call", "2", "47" * 8, "17" * 8),  # every boot's number of calls
+    ("sql", "sql", "1,0,0,0", "41" * 8, "11" * 8),              # every boot's counts
+])
+def test_lab18_what_every_boot_shares_gives_way_to_the_learners_spans(check, key, shared,
+                                                                      classmate, mine):
+    for given in (shared, classmate):
+        with pytest.raises(Fail, match="is not the"):
+            grade_check(lab18({key: given}), check)
+    grade_check(lab18({key: mine}), check)

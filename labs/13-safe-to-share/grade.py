@@ -2,12 +2,12 @@
 refused request read from its own trace; the lockout from keystone's answer.
 
 Nothing is taken from the learner's word where the cloud can say it: the refused
-request must be one cinder-api answered 413 with no row written and nothing cast
-to cinder-volume below it, and the locked-out status is checked against what
-cinder-api answers a disabled user's token now.
+request must be one cinder-api answered 413 for the lab's project (its id is in
+the path) with no row written and nothing cast to cinder-volume below it, the
+count is a span under it, and the lockout is the learner's own 401 on that
+project, after the refused create. Every class gets the same 413 and 401:
+the answers are request and span ids.
 """
-
-import httpx
 
 from novalab.labs.grading import Fail, check
 from novalab.tracing import attributes as attr
@@ -55,41 +55,63 @@ def quota(ctx):
                    "as the learner (step 4)")
 
 
-@check("the request cinder refused over quota, read from its trace (answer refused-request)")
-def refused(ctx):
-    given = ctx.answer("refused-request")
-    trace, answered = ctx.request_trace(
-        given, "the x-openstack-request-id header of cinder's answer to the second create")
+def _cinder_answer(ctx, key: str, copy_from: str, status: int, what: str):
+    """The trace of the request the answer ``key`` names and cinder-api's SERVER span
+    that answered it: with ``status``, for the lab's project (its id is in the path of
+    every volume request, ``/v3/{project_id}/...``), in this attempt."""
+    given = ctx.answer(key)
+    trace, answered = ctx.request_trace(given, copy_from)
     served = [s for s in answered if s.service == "cinder-api"]
     if not served:
         raise Fail(f"{given} is not a request cinder-api answered")
     span = served[0]
-    status = span.get(attr.HTTP_RESPONSE_STATUS_CODE)
-    if status != 413:
-        raise Fail(f"cinder-api answered {status} to {given}, not 413: take the create that "
-                   "passed the quota")
+    path = str(span.get(attr.URL_PATH) or "")
+    if f"/{_project(ctx)['id']}/" not in f"{path}/":
+        raise Fail(f"{given} ({path}) is not a request of project {ctx.names['project']}: "
+                   f"send it with {what}")
+    answered_with = span.get(attr.HTTP_RESPONSE_STATUS_CODE)
+    if answered_with != status:
+        raise Fail(f"cinder-api answered {answered_with} to {given}, not {status}: {what}")
+    return trace, span
+
+
+def _refused(ctx):
+    return _cinder_answer(
+        ctx, "refused-request", "the x-openstack-request-id header of cinder's answer to the "
+        "second create", 413, "the learner's token, the create that passed the quota")
+
+
+@check("the request cinder refused over quota, read from its trace (answer refused-request)")
+def refused(ctx):
+    trace, span = _refused(ctx)
     below = trace.descendants(span)
     written = [s.name for s in below if str(s.name).startswith("INSERT")]
     sent = [s.name for s in below if s.kind == "PRODUCER"]
     if written or sent:
-        raise Fail(f"below {given} the trace shows {written + sent}: that request did work")
+        raise Fail(f"below {span.get(attr.OPENSTACK_REQUEST_ID)} the trace shows "
+                   f"{written + sent}: that request did work")
 
 
-@check("the status of the refused request (answer refused-status)")
-def refused_status(ctx):
-    if ctx.answer("refused-status") != "413":
-        raise Fail("read http.response.status_code on cinder-api's SERVER span of the "
-                   "refused request, or the (HTTP ...) in the CLI's error")
+@check("the count of the project's volumes in the refused request (answer quota-count)")
+def quota_count(ctx):
+    trace, span = _refused(ctx)
+    counts = {s.span_id for s in trace.descendants(span) if str(s.name).startswith("SELECT")
+              and "volumes" in str(s.name)}
+    given = ctx.answer("quota-count").lower()
+    if given not in counts:
+        raise Fail(f"{given!r} is not the span id of a SELECT of cinder's volumes under "
+                   "cinder-api's answer to your refused request: the count the quota was "
+                   "checked against (`novalab trace collect --request-id REQ -o FILE`)")
 
 
 @check("{learner} is disabled and their old token refused (answer locked-out)")
 def locked_out(ctx):
     if _learner(ctx).get("enabled", True):
         raise Fail(f"{ctx.names['learner']} is still enabled: `user set --disable` as admin")
-    given = ctx.answer("locked-out")
-    # What cinder-api answers any token that is not (or no longer) valid, right now.
-    url = ctx.admin_api.client.endpoint("volumev3") + "/volumes"
-    now = httpx.get(url, headers={"X-Auth-Token": "no-such-token"}, timeout=30).status_code
-    if given != str(now):
-        raise Fail(f"{given!r} is not what cinder-api answers a refused token: send the "
-                   "learner's old token again after ten seconds (step 5)")
+    _, span = _cinder_answer(
+        ctx, "locked-out", "the x-openstack-request-id header of cinder's 401", 401,
+        "the learner's old token, ten seconds after they were disabled (step 5)")
+    _, refused_span = _refused(ctx)
+    if span.start_ns < refused_span.start_ns:
+        raise Fail("that 401 came before the refused create: send the learner's old token "
+                   "again once they are disabled (step 5)")

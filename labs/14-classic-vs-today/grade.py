@@ -2,16 +2,20 @@
 
 Each boot is found in the trace store of its own embedded cloud, in the lab
 folder (``classic-cloud``, ``modern-cloud``), by the server's name: the spans
-``novalab boot`` recorded, not a file the learner could edit. A boot counts when
+``novalab boot`` recorded (the lab's artifacts, sent with the grade; its name
+carries a tag drawn for the attempt). A boot counts when
 its client saw ACTIVE, the trace shows the wiring asked for (the flow detection:
 the modern chain's ``schedule_and_build_instances`` span), and its flow check
 matches every step it implies. Each answer is compared with the span the flow
 check matched in the learner's own trace: the caller of the scheduler, the first
 write of the instance row, the claim in placement (its consumer, the path's uuid,
-is the server's id; the claimer is the service whose span called placement).
+is the server's id; the claimer is the span that called placement). Boots from
+before the attempt started do not count, and the compare page is parsed: each
+step it shows must carry the span of the learner's own boot.
 """
 
 import re
+from html.parser import HTMLParser
 
 from novalab.diagrams.check import check as flow_check
 from novalab.diagrams.flows import detect, get_flow
@@ -23,6 +27,8 @@ from novalab.tracing.store import NoTrace, TraceStore
 
 COMPARE = "compare.html"
 _ALLOCATION = re.compile(r"/allocations/([0-9a-fA-F-]{36})$")
+_STEP_ID = re.compile(r"^(classic|modern)-\d+$")
+_SPAN_ID = re.compile(r"^[0-9a-f]{16}$")
 
 
 def _boot(ctx, topology: str):
@@ -41,6 +47,7 @@ def _boot(ctx, topology: str):
     except NoTrace as exc:
         raise Fail(f"no boot of {name} in {state}: {boot}") from exc
     trace = Trace.of(spans)
+    ctx._require_this_attempt(trace, f"the boot of {name}")
     status = next((s.get(attr.NOVALAB_SERVER_STATUS) for s in trace.roots
                    if s.get(attr.NOVALAB_SERVER_STATUS)), None)
     if status != "ACTIVE":
@@ -85,20 +92,63 @@ def modern_boot(ctx):
         raise Fail(f"{result.summary}; missing: {missing}")
 
 
+class _StepSpans(HTMLParser):
+    """The span id each step of a `novalab flow compare --format html` page shows:
+    ``{"classic-6": "<span id>", ...}`` (a step div ``id="classic-6"`` whose ``span``
+    div ends with the id of the span that stood for it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.spans: dict[str, str] = {}
+        self._step: str | None = None
+        self._in_span = False
+        self._text = ""
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "div" and _STEP_ID.match(attrs.get("id") or ""):
+            self._step = attrs["id"]
+        elif tag == "div" and self._step and "span" in (attrs.get("class") or "").split():
+            self._in_span, self._text = True, ""
+
+    def handle_data(self, data):
+        if self._in_span:
+            self._text += data
+
+    def handle_endtag(self, tag):
+        if tag != "div":
+            return
+        if self._in_span:
+            words = self._text.split()
+            if words and _SPAN_ID.match(words[-1]):
+                self.spans[self._step] = words[-1]
+            self._in_span = False
+        elif self._step:
+            self._step = None
+
+
 @check(f"{COMPARE} in your lab folder lines up your two boots")
 def compare_page(ctx):
     path = ctx.workdir / COMPARE
     if not path.exists():
         raise Fail(f"no {path}: `novalab flow compare --classic classic/trace.json --modern "
                    f"modern/trace.json --format html -o {COMPARE}` in your lab folder (step 5)")
-    page = path.read_text(encoding="utf-8", errors="replace")
+    page = _StepSpans()
+    page.feed(path.read_text(encoding="utf-8", errors="replace"))
     for topology in ("classic", "modern"):
-        trace_id = _boot(ctx, topology).trace.trace_id
-        if trace_id not in page:
-            raise Fail(f"{COMPARE} was not made from your {topology} boot (trace {trace_id}): "
-                       "give both traces, --classic and --modern")
-    if 'data-change="moved"' not in page:
-        raise Fail(f"{COMPARE} is not a page of `novalab flow compare --format html`")
+        matched = {f"{topology}-{r.step.number}": r.span.span_id
+                   for r in _boot(ctx, topology).results if r.matched}
+        shown = {step: span for step, span in page.spans.items()
+                 if step.startswith(f"{topology}-")}
+        if not shown:
+            raise Fail(f"{COMPARE} shows no span of a {topology} boot: it is not a page of "
+                       "`novalab flow compare --format html` made with your two traces")
+        wrong = sorted((s for s in matched if shown.get(s) != matched[s]),
+                       key=lambda s: int(s.rsplit("-", 1)[1]))
+        if wrong:
+            raise Fail(f"{COMPARE} does not show your {topology} boot's spans (step "
+                       f"{wrong[0].rsplit('-', 1)[1]} is not {matched[wrong[0]]}): make it "
+                       "again from both traces, --classic and --modern")
 
 
 @check("who sent your classic boot to the scheduler (answer classic-caller)")
@@ -149,7 +199,7 @@ def consumer(ctx):
         raise Fail(f"the allocation's consumer {given} is not your server {ctx.names['modern']}")
 
 
-@check("the service that claimed the resources (answer claimer)")
+@check("the call that claimed your modern server's resources (answer claimer)")
 def claimer(ctx):
     result = _boot(ctx, "modern")
     claim = _span(ctx, "modern", 13)
@@ -157,7 +207,8 @@ def claimer(ctx):
                   None)
     if caller is None:
         raise Fail("placement's PUT has no caller in your trace")
-    given = ctx.answer("claimer")
-    if given != caller.service:
-        raise Fail(f"{given!r} did not claim: the span that called placement's PUT "
-                   "/allocations is another service's")
+    given = ctx.answer("claimer").lower()
+    if given != caller.span_id:
+        raise Fail(f"{given!r} is not the span that called placement's PUT /allocations in "
+                   "your modern boot: the CLIENT span just above placement-api's SERVER span "
+                   "(which service's is it?)")

@@ -3,15 +3,17 @@
 Every answer is compared with the shelve session of the learner's server (its
 shelve and unshelve requests, joined as ``novalab flow check --flow shelve``
 joins them): the snapshot's id from the URL of the upload (step 8), the
-unshelve's request id from step 14, the service that took the scheduler's
-call from step 21, the host from step 26, which must also be where the admin
-API says the server is now.
+unshelve's request id from step 14, the span that took the conductor's call
+for a host (step 21) and the cast to the chosen host (step 25), whose host must
+be where the admin API says the server is now. A session from before the
+attempt started does not count.
 """
 
 import re
 
 from novalab.labs.grading import Fail, check
 from novalab.tracing import attributes as attr
+from novalab.tracing.model import Trace
 
 _IMAGE_FILE = re.compile(r"/images/([^/]+)/file$")
 
@@ -29,7 +31,10 @@ def _session(ctx):
         flow = get_flow("shelve")
         try:
             spans = flow.select(ctx.store, server=server["id"], timeout=ctx.trace_timeout)
+            ctx._require_this_attempt(Trace.of(spans), f"the shelve of {ctx.names['server']}")
             ctx._boots[key] = flow_check(load_trace(spans), flow)
+        except Fail as failure:
+            ctx._boots[key] = failure
         except NoTrace as exc:
             ctx._boots[key] = Fail(f"{ctx.names['server']} has no shelve request in the trace "
                                    f"store ({exc}): shelve it (step 2)")
@@ -92,17 +97,27 @@ def unshelve_request(ctx):
                    "event list SERVER` lists it beside the action unshelve")
 
 
-@check("the service that chose the host (answer picked-by)")
+def _same_span(ctx, key: str, number: int, what: str, where: str):
+    """The span of shelve-table step ``number``, which the answer ``key`` must name."""
+    span = _step(ctx, number, what)
+    given = ctx.answer(key).lower()
+    if given != span.span_id:
+        raise Fail(f"{given!r} is not the span id of {where} in the shelve session of "
+                   f"{ctx.names['server']}: step {number} of `novalab flow check --flow shelve "
+                   "--server SERVER` ends with it")
+    return span
+
+
+@check("the scheduler's side of the conductor's call for a host (answer picked-by)")
 def picked_by(ctx):
-    taken = _step(ctx, 21, "did the conductor call select_destinations?")
-    given = ctx.answer("picked-by")
-    if given != taken.service:
-        raise Fail(f"{given!r} did not take the conductor's call select_destinations (step "
-                   "20): step 21's span is that service's CONSUMER span")
+    _same_span(ctx, "picked-by", 21, "did the conductor call select_destinations?",
+               "the CONSUMER span that took the conductor's call select_destinations")
 
 
-@check("the host {server} came back on (answer host)")
-def host(ctx):
+@check("the cast of the unshelve to the host {server} came back on (answer sent-to-host)")
+def sent_to_host(ctx):
+    sent = _same_span(ctx, "sent-to-host", 25, "did the conductor cast to a host?",
+                      "the conductor's cast of unshelve_instance to the chosen host")
     taken = _step(ctx, 26, "did a compute host take the unshelve?")
     server = ctx.require_server(ctx.names["server"])
     now = ctx.admin_api.get("compute", f"/servers/{server['id']}")["server"].get(
@@ -110,7 +125,5 @@ def host(ctx):
     if taken.host != now:
         raise Fail(f"the unshelve went to {taken.host}, but {ctx.names['server']} is on {now} "
                    "now: was it moved or shelved again since?")
-    given = ctx.answer("host")
-    if given != taken.host:
-        raise Fail(f"{given!r} is not the host that took the unshelve: step 26 of `novalab "
-                   "flow check --flow shelve --server SERVER` (nova-compute@HOST)")
+    if not str(sent.name).endswith(f"compute.{now}"):
+        raise Fail(f"{sent.name} is not a cast to {now}'s queue (compute.{now})")

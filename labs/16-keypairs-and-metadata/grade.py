@@ -7,7 +7,7 @@ its port). The answers are checked against the learner's boot: the span of
 cloud-init's ``ssh_util.setup_user_keys`` that installed the key (its
 fingerprint), nova-api-metadata's SERVER span whose
 ``InstanceMetadata._metadata_as_json`` put the key in the answer, and the
-proxy's CLIENT span that sent the request there (its ``url.full``).
+proxy's CLIENT span that sent the request there (the hop its ``url.full`` names).
 """
 
 import base64
@@ -20,6 +20,7 @@ from novalab.tracing import attributes as attr
 
 PRIVATE_KEY = "key.pem"
 METADATA = "nova-api-metadata"
+PROXY = "neutron-metadata-proxy"
 SERVED = "InstanceMetadata._metadata_as_json"
 INSTALLED = "ssh_util.setup_user_keys"
 
@@ -147,14 +148,14 @@ def metadata_span(ctx):
                    f"{METADATA} SERVER span whose {SERVED} served {ctx.names['key']}")
 
 
-@check("the proxy's hop to nova-api-metadata (answer proxied-to)")
-def proxied_to(ctx):
+@check("the proxy's hop to nova-api-metadata (answer proxy-hop)")
+def proxy_hop(ctx):
     trace = ctx.boot(ctx.names["server"])
-    hops = {str(parent.get(attr.URL_FULL)) for span in _carrying(ctx)
-            if (parent := trace.parent(span)) is not None}
-    given = ctx.answer("proxied-to")
+    hops = {parent.span_id: parent for span in _carrying(ctx)
+            if (parent := trace.parent(span)) is not None and parent.service == PROXY
+            and parent.kind == "CLIENT"}
+    given = ctx.answer("proxy-hop").lower()
     if given not in hops:
-        raise Fail(f"{given!r} is not where neutron-metadata-proxy sent a request that "
-                   f"carried your key: the url.full of the proxy's CLIENT span just above "
-                   f"{METADATA}'s SERVER span ({len(hops)} such request(s) in your boot)")
-
+        raise Fail(f"{given!r} is not the span of {PROXY}'s request that carried your key to "
+                   f"{METADATA}: the CLIENT span just above {METADATA}'s SERVER span, whose "
+                   f"url.full says where it went ({len(hops)} such request(s) in your boot)")

@@ -34,14 +34,14 @@ def _actions(ctx) -> list[dict]:
 
 def _saves(ctx, request_id: str) -> list[dict]:
     """The ``Instance.save`` events of one request's trace, in time order, each as its
-    attributes plus the service that saved."""
+    attributes plus the service and the span that saved."""
     key = ("saves", request_id)
     if key not in ctx._boots:
         trace, _ = ctx.request_trace(request_id, "`openstack server event list SERVER`")
-        found = sorted(((event.time_ns, span.service, event.attributes) for span in trace
+        found = sorted(((event.time_ns, span, event.attributes) for span in trace
                         for event in span.events if event.name == SAVE), key=lambda e: e[0])
-        ctx._boots[key] = [dict(attributes, service=service)
-                           for _, service, attributes in found]
+        ctx._boots[key] = [dict(attributes, service=span.service, span_id=span.span_id)
+                           for _, span, attributes in found]
     return ctx._boots[key]
 
 
@@ -113,30 +113,33 @@ def transitions(ctx):
                        "--attributes`, its events Instance.save)")
 
 
-@check("the task states of your hard reboot (answer hard-reboot)")
+@check("the saves of your hard reboot, in order (answer hard-reboot)")
 def hard_reboot(ctx):
     request_id = _reboots(ctx).get("HARD")
     if request_id is None:
         raise Fail(f"no hard reboot of {ctx.names['server']} (step 3)")
-    saved = _task_states(_saves(ctx, request_id))
-    given = [s.strip() for s in ctx.answer("hard-reboot").replace(",", " ").split()]
-    if [s.lower() for s in given] != [s.lower() for s in saved]:
-        raise Fail(f"{', '.join(given)} is not what the trace of your hard reboot "
-                   f"{request_id} saved: {len(saved)} task states, in the order of its "
-                   "Instance.save events")
+    saves = [s for s in _saves(ctx, request_id) if attr.NOVA_TASK_STATE in s]
+    saved = [s["span_id"] for s in saves]
+    given = [s.strip().lower() for s in ctx.answer("hard-reboot").replace(",", " ").split()]
+    if given != saved:
+        states = ", ".join(str(s[attr.NOVA_TASK_STATE]) for s in saves)
+        raise Fail(f"{', '.join(given)} are not the spans that saved the task states of your "
+                   f"hard reboot {request_id}: {len(saved)} saves ({states}), each the span "
+                   "id of the span its Instance.save event is on, in time order")
 
 
-@check("the power state saved when {server} was suspended (answer suspended-power-state)")
-def suspended_power_state(ctx):
+@check("the save of {server}'s power state when it was suspended (answer suspended-save)")
+def suspended_save(ctx):
     suspends = [a for a in _actions(ctx) if a["action"] == "suspend"]
     if not suspends:
         raise Fail(f"{ctx.names['server']} was never suspended (step 4)")
-    powers = {str(s[attr.NOVA_POWER_STATE]) for a in suspends
-              for s in _saves(ctx, a["request_id"]) if attr.NOVA_POWER_STATE in s}
-    given = ctx.answer("suspended-power-state")
-    if given not in powers:
-        raise Fail(f"{given!r} is not the power_state on the Instance.save of a suspend of "
-                   f"{ctx.names['server']} (the host's save, with vm_state suspended)")
+    spans = {s["span_id"] for a in suspends for s in _saves(ctx, a["request_id"])
+             if attr.NOVA_POWER_STATE in s and str(s.get(attr.NOVA_VM_STATE)) == "suspended"}
+    given = ctx.answer("suspended-save").lower()
+    if given not in spans:
+        raise Fail(f"{given!r} is not the span whose Instance.save wrote vm_state suspended "
+                   f"and a power_state in a suspend of {ctx.names['server']} (the host's "
+                   "save, through the conductor)")
 
 
 @check("the stop refused while {server} was locked (answer refused-stop)")
@@ -177,6 +180,14 @@ def console_log(ctx):
     if not mine or strange:
         raise Fail(f"console.txt is {'empty' if not mine else 'not'} the guest's console log "
                    f"of {ctx.names['server']}" + (f": {strange[0]!r}" if strange else ""))
+    # Lines every guest prints (cloud-init's banner) are no proof: the log must hold
+    # this guest's own network device, its port's MAC address (cloud-init's ci-info).
+    macs = {p["mac_address"].lower() for p in ctx.api.get(
+        "network", "/v2.0/ports", device_id=server["id"])["ports"]}
+    if not any(mac in line.lower() for line in mine for mac in macs):
+        raise Fail(f"console.txt does not show the network device of {ctx.names['server']} "
+                   f"(its port's MAC, {', '.join(sorted(macs)) or 'none'}): save the whole "
+                   "log, `openstack console log show SERVER > console.txt`")
 
 
 def _epoch(stamp: str) -> float:

@@ -293,6 +293,23 @@ def test_a_second_consumer_on_our_queues_is_noticed(deployment):
         connection.close()
 
 
+def _demo_service(deployment):
+    """demo's session with the deployment's lab service."""
+    from novalab.labs.client import LabService
+    from novalab.reference.common.credentials import PERSONA_PASSWORD
+
+    state = json.loads((deployment["state_dir"] / "state.json").read_text())
+    return LabService(state["os_env"]["OS_AUTH_URL"], "demo", PERSONA_PASSWORD, "demo")
+
+
+def _attempt_values(deployment, lab) -> dict:
+    """What demo's attempt at ``lab`` drew (the written solution is rendered with it)."""
+    service = _demo_service(deployment)
+    values = service.current(lab.name)["parameters"]
+    service.close()
+    return values
+
+
 def test_lab_03_from_start_to_finish_on_the_running_cloud(deployment, tmp_path):
     """Lab 03 (messaging) as a learner runs it on `novalab up`, over RabbitMQ: the same
     guide, checks and written solution as on the lab cloud's in-memory broker."""
@@ -320,21 +337,25 @@ def test_lab_03_from_start_to_finish_on_the_running_cloud(deployment, tmp_path):
     for number, line in enumerate(before):
         if line.startswith("FAIL"):
             assert before[number + 1].startswith("      ") and before[number + 1].strip()
-    for script in lab.solution_scripts("demo"):
+    service = _demo_service(deployment)
+    for script in lab.solution_scripts("demo", _attempt_values(deployment, lab)):
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=env, cwd=home,
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, f"solution:\n{script}\n{done.stdout}\n{done.stderr}"
     after = lab_cli("grade", lab.name)
     assert "FAIL" not in after and f"{lab.name} done" in after
-    answers = json.loads((home / "progress.json").read_text())["demo"][lab.name]["answers"]
-    assert answers["broker"] == "rabbitmq"
-    assert answers["compute-queue"] in {"compute.compute-1", "compute.compute-2"}
-    # `lab env` names the deployment's broker, so `novalab queues` lists its queues,
-    # the learner's reply queue among them (where the broker can be listed at all).
+    assert service.current(lab.name)["passed_at"]  # the cloud's record, not a file
+    service.close()
+    shown = subprocess.run(["bash", "-c", 'eval "$(novalab lab env)" && novalab trace show '
+                            "--server lab03-demo-vm --attributes"], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert "messaging.system = rabbitmq" in shown.stdout, shown.stderr
+    # `lab env` names the deployment's broker, so `novalab queues` lists its queues
+    # (where the broker can be listed at all).
     queues = subprocess.run(["bash", "-c", 'eval "$(novalab lab env)" && novalab queues'],
                             env=env, capture_output=True, text=True, timeout=60)
     if queues.returncode == 0:
-        assert answers["reply-queue"] in queues.stdout and "conductor" in queues.stdout
+        assert "conductor" in queues.stdout
     finished = lab_cli("finish", lab.name)
     assert "removed: servers: lab03-demo-vm" in finished
     assert not (home / "work" / lab.name).exists()
@@ -379,7 +400,7 @@ def test_lab_10_failure_drills_on_the_running_cloud(deployment, tmp_path):
         if line.startswith("FAIL"):
             assert before[number + 1].startswith("      ") and before[number + 1].strip()
     pids = _pids(state_dir)
-    for script in lab.solution_scripts("demo"):
+    for script in lab.solution_scripts("demo", _attempt_values(deployment, lab)):
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=env, cwd=home,
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, f"solution:\n{script}\n{done.stdout}\n{done.stderr}"

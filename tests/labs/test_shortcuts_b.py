@@ -1,0 +1,225 @@
+"""Labs 07-12 cannot be passed without the work: a classmate's answers, a faked file or
+an earlier attempt's trace each fail; the learner's own answers pass.
+
+Each lab is graded on a Context over a recorded boot (``boot-whole-cast``: every step
+of the 58) as "mine", and the same boot with fresh ids and timings as "another
+learner's": what their boot gives is what a classmate could hand over.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from novalab.diagrams.load import load_trace
+from novalab.labs.cloud import Cloud
+from novalab.labs.course import find
+from novalab.labs.grading import Context, Fail
+from novalab.tracing import attributes as attr
+from novalab.tracing.model import Event, Span, Trace
+
+RECORDED = Path(__file__).parents[1] / "diagrams" / "fixtures" / "boot-whole-cast.otlp.json"
+SERVER_ID = "0f6693b2-817c-470a-ab35-29f126afd575"  # the recorded boot's instance
+
+
+def another_boot(spans: list[Span], seed: int = 7) -> list[Span]:
+    """The same boot made again (another learner's, or this one's next attempt): new
+    trace and span ids, and its own timings."""
+    rng = random.Random(seed)
+    ids = {s.span_id: f"{rng.getrandbits(64):016x}" for s in spans}
+    trace_id = f"{rng.getrandbits(128):032x}"
+    shifted = []
+    for s in spans:
+        stretch = rng.uniform(0.6, 1.6)
+        shifted.append(dataclasses.replace(
+            s, trace_id=trace_id, span_id=ids[s.span_id],
+            parent_id=ids.get(s.parent_id, s.parent_id),
+            start_ns=s.start_ns + 10**9,
+            end_ns=s.start_ns + 10**9 + int(s.duration_ns * stretch)))
+    return shifted
+
+
+@pytest.fixture(scope="module")
+def mine() -> list[Span]:
+    return list(load_trace(RECORDED))
+
+
+@pytest.fixture(scope="module")
+def theirs(mine) -> list[Span]:
+    return another_boot(mine)
+
+
+class Store:
+    def __init__(self, spans):
+        self.spans = spans
+
+    def select(self, **words):
+        return SimpleNamespace(spans=self.spans)
+
+
+class Api:
+    """GETs answered from a dict of path -> JSON (a function of the params, or a value)."""
+
+    def __init__(self, answers: dict):
+        self.answers = answers
+
+    def get(self, service: str, path: str, **params):
+        answer = self.answers[path]
+        return answer(**params) if callable(answer) else answer
+
+
+def context(lab: str, spans, answers: dict, *, server: dict | None = None, api=None,
+            admin=None, workdir: Path = Path("/nonexistent"),
+            state_dir: Path = Path("/nonexistent"), parameters: dict | None = None,
+            started_at: float = 0.0) -> Context:
+    ctx = Context(lab=find(lab), cloud=Cloud("lab", state_dir, {}), user="ann",
+                  password="pw", project="ann", workdir=workdir, answers=answers,
+                  parameters=parameters or {}, started_at=started_at)
+    ctx.__dict__.update(store=Store(spans), api=api or Api({}), admin_api=admin or Api({}))
+    record = {"id": SERVER_ID, "status": "ACTIVE", "tenant_id": "p-ann",
+              "flavor": {"id": "1"}, "OS-EXT-STS:power_state": 1, **(server or {})}
+    ctx.server = lambda name: {**record, "name": name}
+    return ctx
+
+
+def run(ctx: Context, check: str) -> None:
+    getattr(ctx.lab.module("grade"), check)(ctx)
+
+
+def trace_of(spans) -> Trace:
+    return Trace.of(spans)
+
+
+def span_named(spans, service: str, name: str) -> Span:
+    return next(s for s in spans if s.service == service and s.name == name)
+
+
+def started_after(spans) -> float:
+    """A time after the boot started: an attempt that began after it was made."""
+    return trace_of(spans).start_ns / 1e9 + 0.5
+
+
+# -- lab 08: spawn --------------------------------------------------------------------------
+
+DOMAIN = """<domain type="test"><name>instance-00000001</name><uuid>{uuid}</uuid>
+<memory unit="KiB">524288</memory><vcpu>1</vcpu><devices><interface type="bridge">
+<mac address="fa:16:3e:00:00:01"/></interface></devices></domain>"""
+
+
+def lab08(spans, answers, tmp_path, xml: str | None = None) -> Context:
+    state = tmp_path / "state"
+    kept = state / "instances" / "compute-1" / SERVER_ID
+    kept.mkdir(parents=True)
+    (kept / "libvirt.xml").write_text(DOMAIN.format(uuid=SERVER_ID))
+    folder = tmp_path / "lab"
+    folder.mkdir()
+    if xml is not None:
+        (folder / "domain.xml").write_text(xml)
+    admin = Api({f"/servers/{SERVER_ID}": {"server": {
+        "OS-EXT-SRV-ATTR:instance_name": "instance-00000001"}}})
+    api = Api({"/flavors/1": {"flavor": {"name": "m1.tiny", "ram": 512, "vcpus": 1}},
+               "/v2.0/ports": {"ports": [{"mac_address": "fa:16:3e:00:00:01"}]}})
+    return context("08", spans, answers, api=api, admin=admin, workdir=folder,
+                   state_dir=state, parameters={"flavor": "m1.tiny"})
+
+
+def lab08_answers(spans) -> dict:
+    define = span_named(spans, "nova-compute", "libvirt.defineXML")
+    saved = [s for s in spans if s.service == "nova-conductor"
+             and s.name.endswith("instance_update") and s.get(attr.NOVA_VM_STATE) == "active"]
+    return {"define-span": define.span_id, "power-span": saved[-1].span_id}
+
+
+def test_lab08_own_spans_pass_and_a_classmates_fail(mine, theirs, tmp_path):
+    own = lab08(mine, lab08_answers(mine), tmp_path / "own")
+    run(own, "define_span")
+    run(own, "power_span")
+    copied = lab08(mine, lab08_answers(theirs), tmp_path / "copied")
+    for check in ("define_span", "power_span"):
+        with pytest.raises(Fail, match="is not a span id of your boot"):
+            run(copied, check)
+
+
+def test_lab08_a_domain_xml_holding_only_the_uuid_and_name_fails(mine, tmp_path):
+    faked = (f"<domain><name>instance-00000001</name><uuid>{SERVER_ID}</uuid>"
+             "</domain>")
+    with pytest.raises(Fail, match="not the XML nova-compute defined"):
+        run(lab08(mine, {}, tmp_path / "faked", faked), "domain_xml")
+    run(lab08(mine, {}, tmp_path / "real", DOMAIN.format(uuid=SERVER_ID)), "domain_xml")
+
+
+def test_lab08_the_flavor_is_the_attempts(mine, tmp_path):
+    ctx = lab08(mine, {}, tmp_path)
+    ctx.parameters["flavor"] = "m1.nano"
+    with pytest.raises(Fail, match="asks for m1.nano"):
+        run(ctx, "server_active")
+
+
+def test_lab08_an_earlier_attempts_boot_fails(mine, tmp_path):
+    ctx = lab08(mine, lab08_answers(mine), tmp_path)
+    ctx.started_at = started_after(mine)
+    with pytest.raises(Fail, match="before this attempt"):
+        run(ctx, "define_span")
+
+
+# -- lab 10: failure drills -----------------------------------------------------------------
+
+def struck(spans, service: str, name: str, fault: str) -> list[Span]:
+    """The boot with ``fault``'s event on its span ``name``: a drill's boot."""
+    event = Event(attr.NOVALAB_FAULT_EVENT, 0, {attr.NOVALAB_FAULT_NAME: fault})
+    return [dataclasses.replace(s, events=(*s.events, event))
+            if s.service == service and s.name == name else s for s in spans]
+
+
+def lab10(spans, answers, started_at: float = 0.0) -> Context:
+    return context("10", spans, answers, server={"status": "ERROR"}, started_at=started_at)
+
+
+def drill_answers(spans) -> dict:
+    """The honest answers to the first drill: the fault's span, the failing step's."""
+    ctx = lab10(spans, {})
+    grade = ctx.lab.module("grade")
+    steps, _nearest = grade._failing_steps(ctx, grade.DRILLS["vm1"])
+    fault = span_named(spans, "neutron-server", "Ml2Plugin._bind_port_if_needed")
+    return {"vm1-fault": fault.span_id,
+            "vm1-step": ctx.flow("lab10-ann-vm1").result(min(steps)).span.span_id}
+
+
+def test_lab10_the_drills_own_spans_pass_and_a_classmates_fail(mine):
+    drill = struck(mine, "neutron-server", "Ml2Plugin._bind_port_if_needed", "port-binding")
+    own = lab10(drill, drill_answers(drill))
+    run(own, "vm1_fault")
+    run(own, "vm1_step")
+    copied = lab10(drill, drill_answers(another_boot(drill)))
+    for check in ("vm1_fault", "vm1_step"):
+        with pytest.raises(Fail, match="is not a span id of the boot of lab10-ann-vm1"):
+            run(copied, check)
+
+
+def test_lab10_a_span_that_only_noticed_or_a_consequence_is_told_so(mine):
+    drill = struck(mine, "neutron-server", "Ml2Plugin._bind_port_if_needed", "port-binding")
+    api_span = span_named(drill, "nova-api", "POST /v2.1/servers")
+    ctx = lab10(drill, {"vm1-fault": api_span.span_id, "vm1-step": api_span.span_id})
+    with pytest.raises(Fail, match="is not the span that carries the novalab.fault event"):
+        run(ctx, "vm1_fault")
+    with pytest.raises(Fail, match="no failure at step"):
+        run(ctx, "vm1_step")
+
+
+def test_lab10_a_boot_another_fault_struck_does_not_count(mine):
+    drill = struck(mine, "cinder-volume", "CreateVolumeFromSpecTask._create_raw_volume",
+                   "volume-error")
+    with pytest.raises(Fail, match="not from the fault armed for this drill"):
+        run(lab10(drill, {}), "vm1_boot")
+
+
+def test_lab10_an_earlier_attempts_drill_fails(mine):
+    drill = struck(mine, "neutron-server", "Ml2Plugin._bind_port_if_needed", "port-binding")
+    fault = span_named(drill, "neutron-server", "Ml2Plugin._bind_port_if_needed")
+    ctx = lab10(drill, {"vm1-fault": fault.span_id}, started_at=started_after(drill))
+    with pytest.raises(Fail, match="before this attempt"):
+        run(ctx, "vm1_fault")

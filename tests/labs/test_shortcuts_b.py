@@ -223,3 +223,68 @@ def test_lab10_an_earlier_attempts_drill_fails(mine):
     ctx = lab10(drill, {"vm1-fault": fault.span_id}, started_at=started_after(drill))
     with pytest.raises(Fail, match="before this attempt"):
         run(ctx, "vm1_fault")
+
+
+# -- lab 12: review -------------------------------------------------------------------------
+
+def lab12(spans, answers, started_at: float = 0.0, **parameters) -> Context:
+    api = Api({"/v2.0/ports": {"ports": [{"network_id": "n1", "fixed_ips": [
+                   {"ip_address": "10.0.0.50"}]}]},
+               "/v2.0/networks": {"networks": [{"id": "n1"}]}})
+    return context("12", spans, answers, api=api, parameters=parameters,
+                   started_at=started_at)
+
+
+def lab12_answers(spans) -> dict:
+    from novalab.diagrams.check import check as flow_check
+    from novalab.diagrams.flows import get_flow
+
+    result = flow_check(trace_of(spans), get_flow("classic"))
+    cache = next(s for s in spans if s.get(attr.NOVA_IMAGE_CACHE_HIT) is not None)
+    events = next(s.get(attr.NOVA_EVENTS) for s in spans if s.get(attr.NOVA_EVENTS))
+    return {"token-span": result.result(2).span.span_id,
+            "conductor-span": result.result(14).span.span_id,
+            "volume-span": result.result(48).span.span_id,
+            "cache-span": cache.span_id, "vif-event": events[0]}
+
+
+SPAN_ANSWERS = ("token_span", "conductor_span", "volume_span", "cache_span")
+
+
+def test_lab12_own_answers_pass_and_a_classmates_fail(mine, theirs):
+    own = lab12(mine, lab12_answers(mine))
+    for check in (*SPAN_ANSWERS, "vif_event"):
+        run(own, check)
+    copied = lab12(mine, {**lab12_answers(theirs),
+                          "vif-event": "network-vif-plugged-" + "0" * 8 + "-0000-4000-8000-"
+                                       + "0" * 12})
+    for check in SPAN_ANSWERS:
+        with pytest.raises(Fail, match="is not a span id of your boot"):
+            run(copied, check)
+    with pytest.raises(Fail, match="not an event nova-compute waited for in your boot"):
+        run(copied, "vif_event")
+
+
+def test_lab12_what_every_boot_shares_is_no_answer(mine):
+    """The event's bare name, or another step's span, are what anyone could give."""
+    answers = lab12_answers(mine)
+    ctx = lab12(mine, {**answers, "vif-event": "network-vif-plugged",
+                       "token-span": answers["conductor-span"]})
+    with pytest.raises(Fail, match="give it whole"):
+        run(ctx, "vif_event")
+    with pytest.raises(Fail, match="is not the SQL INSERT that stored your token"):
+        run(ctx, "token_span")
+
+
+def test_lab12_the_spec_is_the_attempts(mine):
+    """A classmate's spec (another address) is not this attempt's."""
+    run(lab12(mine, {}, octet=50), "fixed_address")
+    with pytest.raises(Fail, match=r"not 10\.0\.0\.77"):
+        run(lab12(mine, {}, octet=77), "fixed_address")
+
+
+def test_lab12_an_earlier_attempts_boot_fails(mine):
+    ctx = lab12(mine, lab12_answers(mine), started_at=started_after(mine))
+    for check in (*SPAN_ANSWERS, "vif_event"):
+        with pytest.raises(Fail, match="before this attempt"):
+            run(ctx, check)

@@ -288,3 +288,102 @@ def test_lab12_an_earlier_attempts_boot_fails(mine):
     for check in (*SPAN_ANSWERS, "vif_event"):
         with pytest.raises(Fail, match="before this attempt"):
             run(ctx, check)
+
+
+# -- lab 11: Jaeger and timing ----------------------------------------------------------------
+
+class Stores:
+    """One trace per server id: the cold boot's and the warm boot's."""
+
+    def __init__(self, by_server: dict):
+        self.by_server = by_server
+
+    def select(self, server=None, **words):
+        return SimpleNamespace(spans=self.by_server[server])
+
+
+def warm_boot(spans, seed: int = 11) -> list[Span]:
+    """A later boot of the image, which found it in the host's cache."""
+    return [dataclasses.replace(s, attributes={**s.attributes, attr.NOVA_IMAGE_CACHE_HIT: True})
+            if s.get(attr.NOVA_IMAGE_CACHE_HIT) is not None else s
+            for s in another_boot(spans, seed=seed)]
+
+
+def lab11(cold, warm, answers, tmp_path, jaeger=None, started_at: float = 0.0) -> Context:
+    (tmp_path / "lab").mkdir(parents=True, exist_ok=True)
+    if jaeger is not None:
+        (tmp_path / "lab" / "boots.jaeger.json").write_text(jaeger)
+    api = Api({"/v2/images": {"images": [{"id": "img", "status": "active"}]}})
+    ctx = context("11", cold, answers, api=api, workdir=tmp_path / "lab",
+                  started_at=started_at)
+    ctx.__dict__["store"] = Stores({"cold": cold, "warm": warm})
+    ctx.server = lambda name: {"id": name.rsplit("-", 1)[-1], "name": name,
+                               "status": "ACTIVE", "image": {"id": "img"}}
+    return ctx
+
+
+def jaeger_of(*boots) -> str:
+    from novalab.diagrams.jaeger import dumps, to_jaeger
+
+    return dumps({"data": [item for spans in boots for item in to_jaeger(trace_of(spans))["data"]]})
+
+
+def lab11_answers(cold, warm) -> dict:
+    from novalab.diagrams.check import check as flow_check
+    from novalab.diagrams.flows import get_flow
+    from novalab.diagrams.flows.model import RETURN
+
+    result = flow_check(trace_of(cold), get_flow("classic"))
+    slowest = max((r.span for r in result.results if r.matched and r.step.kind != RETURN),
+                  key=lambda s: s.duration_ns)
+    fetch = span_named(cold, "nova-compute", "fetch")
+    hit = next(s for s in warm if s.get(attr.NOVA_IMAGE_CACHE_HIT))
+    return {"slowest-span": slowest.span_id, "fetch-ms": f"{fetch.duration_ns / 1e6:.3f}",
+            "cache-span": hit.span_id}
+
+
+ANSWERED_11 = ("slowest_span", "fetch_ms", "cache_span")
+
+
+def test_lab11_own_answers_pass_and_a_classmates_fail(mine, tmp_path):
+    warm = warm_boot(mine)
+    own = lab11(mine, warm, lab11_answers(mine, warm), tmp_path / "own", jaeger_of(mine, warm))
+    for check in (*ANSWERED_11, "jaeger_file"):
+        run(own, check)
+    their_cold = another_boot(mine, seed=3)
+    copied = lab11(mine, warm, lab11_answers(their_cold, warm_boot(mine, seed=13)),
+                   tmp_path / "copied")
+    with pytest.raises(Fail, match="is not a span id of the boot of lab11-ann-cold"):
+        run(copied, "slowest_span")
+    with pytest.raises(Fail, match="is not how long the fetch span took"):
+        run(copied, "fetch_ms")
+    with pytest.raises(Fail, match="is not a span id of the boot of lab11-ann-warm"):
+        run(copied, "cache_span")
+
+
+@pytest.mark.parametrize("faked", ["trace-id-only", "another-boot", "made-up-durations"])
+def test_lab11_a_faked_jaeger_file_fails(mine, tmp_path, faked):
+    import json
+
+    warm = warm_boot(mine)
+    if faked == "trace-id-only":
+        text, why = trace_of(mine).trace_id, "is not a Jaeger JSON document"
+    elif faked == "another-boot":
+        text, why = jaeger_of(another_boot(mine, seed=5), warm), "does not hold the boot"
+    else:
+        doc = json.loads(jaeger_of(mine, warm))
+        for item in doc["data"]:
+            for span in item["spans"]:
+                span["duration"] += 1000
+        text, why = json.dumps(doc), "export it, do not write it"
+    with pytest.raises(Fail, match=why):
+        run(lab11(mine, warm, {}, tmp_path, text), "jaeger_file")
+
+
+def test_lab11_an_earlier_attempts_boots_fail(mine, tmp_path):
+    warm = warm_boot(mine)
+    ctx = lab11(mine, warm, lab11_answers(mine, warm), tmp_path, jaeger_of(mine, warm),
+                started_at=started_after(warm))
+    for check in (*ANSWERED_11, "jaeger_file"):
+        with pytest.raises(Fail, match="before this attempt"):
+            run(ctx, check)

@@ -71,6 +71,10 @@ class Api:
         answer = self.answers[path]
         return answer(**params) if callable(answer) else answer
 
+    def request(self, method: str, service: str, path: str, params=None, **kwargs):
+        body = self.get(service, path, **(params or {}))
+        return SimpleNamespace(json=lambda: body, raise_for_status=lambda: None)
+
 
 def context(lab: str, spans, answers: dict, *, server: dict | None = None, api=None,
             admin=None, workdir: Path = Path("/nonexistent"),
@@ -385,5 +389,67 @@ def test_lab11_an_earlier_attempts_boots_fail(mine, tmp_path):
     ctx = lab11(mine, warm, lab11_answers(mine, warm), tmp_path, jaeger_of(mine, warm),
                 started_at=started_after(warm))
     for check in (*ANSWERED_11, "jaeger_file"):
+        with pytest.raises(Fail, match="before this attempt"):
+            run(ctx, check)
+
+
+# -- lab 07: volumes ------------------------------------------------------------------------
+
+def lab07(spans, answers, started_at: float = 0.0) -> Context:
+    from novalab.diagrams.check import check as flow_check
+    from novalab.diagrams.flows import get_flow
+
+    opened = span_named(spans, "qemu-kvm", "qemu rbd open")
+    volume_id = str(opened.get(attr.CEPH_OBJECT)).removeprefix("volume-")
+    mon = flow_check(trace_of(spans), get_flow("classic")).result(49).span
+    info = {"driver_volume_type": "rbd", "name": f"volumes/volume-{volume_id}",
+            "hosts": [mon.get(attr.SERVER_ADDRESS)], "ports": [mon.get(attr.SERVER_PORT)]}
+    api = Api({"/volumes/detail": {"volumes": [{"id": volume_id, "name": "v", "size": 1}]},
+               "/attachments/detail": {"attachments": [{"connection_info": info}]}})
+    return context("07", spans, answers, api=api, started_at=started_at)
+
+
+def lab07_answers(spans) -> dict:
+    from novalab.diagrams.check import check as flow_check
+    from novalab.diagrams.flows import get_flow
+
+    result = flow_check(trace_of(spans), get_flow("classic"))
+    header = next(str(s.get(attr.CEPH_OBJECT)) for s in spans
+                  if str(s.get(attr.CEPH_OBJECT, "")).startswith("rbd_header."))
+    return {"mon-span": result.result(49).span.span_id,
+            "osd-span": result.result(51).span.span_id, "header": header}
+
+
+def test_lab07_own_answers_pass_and_a_classmates_fail(mine, theirs):
+    own = lab07(mine, lab07_answers(mine))
+    for check in ("monitor", "osd", "header"):
+        run(own, check)
+    # Their header names their image's id; their spans are theirs.
+    copied = lab07(mine, {**lab07_answers(theirs), "header": "rbd_header.5e1f00d2a4b1"})
+    for check in ("monitor", "osd"):
+        with pytest.raises(Fail, match="is not a span id of your boot"):
+            run(copied, check)
+    with pytest.raises(Fail, match="is not the header librbd read"):
+        run(copied, "header")
+
+
+def test_lab07_another_steps_span_is_no_answer(mine):
+    answers = lab07_answers(mine)
+    ctx = lab07(mine, {**answers, "mon-span": answers["osd-span"]})
+    with pytest.raises(Fail, match="is not the ceph-mon SERVER span"):
+        run(ctx, "monitor")
+
+
+def test_lab07_the_volume_size_is_the_attempts(mine):
+    ctx = lab07(mine, {})
+    ctx.parameters["size"] = 3
+    ctx.server = lambda name: {"id": SERVER_ID, "name": name, "status": "ACTIVE"}
+    with pytest.raises(Fail, match="asks for 3"):
+        run(ctx, "volume_attached")
+
+
+def test_lab07_an_earlier_attempts_boot_fails(mine):
+    ctx = lab07(mine, lab07_answers(mine), started_at=started_after(mine))
+    for check in ("monitor", "osd", "header"):
         with pytest.raises(Fail, match="before this attempt"):
             run(ctx, check)

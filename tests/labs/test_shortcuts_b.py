@@ -453,3 +453,82 @@ def test_lab07_an_earlier_attempts_boot_fails(mine):
     for check in ("monitor", "osd", "header"):
         with pytest.raises(Fail, match="before this attempt"):
             run(ctx, check)
+
+
+# -- lab 09: metadata -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def read_user_data(mine) -> list[Span]:
+    """The recorded boot, whose guest's last request asked for user data (it had none)."""
+    last = max((s for s in mine if s.service == "neutron-metadata-proxy" and s.kind == "SERVER"),
+               key=lambda s: s.start_ns)
+    return [dataclasses.replace(s, attributes={**s.attributes,
+                                               attr.URL_PATH: "/openstack/latest/user_data"})
+            if s is last else s for s in mine]
+
+
+def lab09(spans, answers, tmp_path=None, user_data: bytes | None = None,
+          started_at: float = 0.0) -> Context:
+    folder = Path("/nonexistent")
+    if tmp_path is not None:
+        folder = tmp_path / "lab"
+        folder.mkdir(parents=True, exist_ok=True)
+        if user_data is not None:
+            (folder / "user-data.yaml").write_bytes(user_data)
+    return context("09", spans, answers, workdir=folder, started_at=started_at,
+                   parameters={"course": "c0ffee", "line": "5ca1ab1e"})
+
+
+def lab09_answers(spans) -> dict:
+    trace = trace_of(spans)
+    asked = next(s for s in spans if s.service == "neutron-metadata-proxy"
+                 and s.kind == "SERVER" and str(s.get(attr.URL_PATH)).endswith("/user_data")
+                 and trace.parent(s) is not None and trace.parent(s).service == "cloud-init")
+    vouched = next(s for s in spans if s.get(attr.NOVA_INSTANCE_UUID) == SERVER_ID
+                   and s.name.endswith("_proxy_request"))
+    return {"user-data-span": asked.span_id, "vouch-span": vouched.span_id}
+
+
+def test_lab09_own_answers_pass_and_a_classmates_fail(read_user_data):
+    mine, theirs = read_user_data, another_boot(read_user_data)
+    own = lab09(mine, lab09_answers(mine))
+    run(own, "user_data_span")
+    run(own, "vouch_span")
+    copied = lab09(mine, lab09_answers(theirs))
+    for check in ("user_data_span", "vouch_span"):
+        with pytest.raises(Fail, match="is not a span id of your boot"):
+            run(copied, check)
+
+
+def test_lab09_the_guests_other_requests_are_no_answer(read_user_data):
+    mine = read_user_data
+    """meta_data.json is asked first in every boot: it is not the user data's request."""
+    trace = trace_of(mine)
+    first = min((s for s in mine if s.service == "neutron-metadata-proxy" and s.kind == "SERVER"
+                 and trace.parent(s) is not None and trace.parent(s).service == "cloud-init"),
+                key=lambda s: s.start_ns)
+    with pytest.raises(Fail, match="is not the neutron-metadata-proxy SERVER span of the guest"):
+        run(lab09(mine, {"user-data-span": first.span_id}), "user_data_span")
+
+
+def test_lab09_a_classmates_user_data_fails(mine, tmp_path):
+    """The user data must carry this attempt's line before the guest is even asked."""
+    ctx = lab09(mine, {}, tmp_path, b'#cloud-config\nruncmd:\n  - echo "hello"\n')
+    with pytest.raises(Fail, match="does not say 5ca1ab1e"):
+        run(ctx, "user_data")
+
+
+def test_lab09_a_classmates_property_fails(mine):
+    ctx = lab09(mine, {})
+    ctx.server = lambda name: {"id": SERVER_ID, "name": name, "status": "ACTIVE",
+                               "metadata": {"course": "novalab"}}
+    with pytest.raises(Fail, match="asks for course=c0ffee"):
+        run(ctx, "property_served")
+
+
+def test_lab09_an_earlier_attempts_boot_fails(read_user_data):
+    mine = read_user_data
+    ctx = lab09(mine, lab09_answers(mine), started_at=started_after(mine))
+    for check in ("user_data_span", "vouch_span"):
+        with pytest.raises(Fail, match="before this attempt"):
+            run(ctx, check)

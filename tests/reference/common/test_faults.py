@@ -250,3 +250,8 @@ def test_a_scoped_fault_strikes_only_what_its_scope_names(tmp_path):
     assert not compute.active("volume-error", project_id="ann")
     assert compute.active("image-checksum", object="anything")  # unscoped: everyone's
     assert compute.active("port-binding", project_id="bob")
+    service.inject("port-binding", once=True, scope={"project_id": "bob"})
+    service.inject("port-binding")
+    assert service.clear("port-binding") == ["port-binding"]  # the admin's: every knob
+    assert not compute.active("port-binding", project_id="bob")
+    assert set(service.injected()) == {"image-checksum"}

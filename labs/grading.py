@@ -262,6 +262,20 @@ class Context:
             self._boots[key] = flow_check(trace, get_flow(shows))
         return self._boots[key]
 
+    def answered_span(self, key: str, trace: Trace, whose: str):
+        """The span of ``trace`` whose id the learner answered to ``key``.
+
+        A span id is what only the learner's own boot can give: another learner's
+        boot, or an earlier one, has other ids. ``whose`` names the boot, for the
+        failure (``the boot of lab07-ann-vm``)."""
+        given = self.answer(key).lower().removeprefix("0x")
+        span = trace.span(given)
+        if span is None:
+            raise Fail(f"{self.answer(key)!r} is not a span id of {whose} (16 hex digits, "
+                       "as `novalab flow check` or `novalab trace show --attributes` print "
+                       "them for your own boot)")
+        return span
+
     def answer(self, key: str) -> str:
         if key not in self.answers:
             question = self.lab.questions.get(key, key)

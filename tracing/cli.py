@@ -257,13 +257,15 @@ def trace_show(state_dir, server, request_id, trace_id, latest, timeout, with_at
 
 
 def format_tree(trace: Trace, *, with_attributes: bool = False) -> str:
-    """The trace as an indented tree, children in start order."""
+    """The trace as an indented tree, children in start order; with its attributes, each
+    span's line ends with its span id (what labs ask to tell one boot's spans)."""
     lines = [f"trace {trace.trace_id}: {len(trace)} spans from {len(trace.services)} services"]
 
     def walk(span: Span, depth: int) -> None:
         lines.append(f"{trace.offset_ms(span.start_ns):>10.1f} ms {span.duration_ns / 1e6:>9.1f}"
                      f" ms  {'  ' * depth}{span.service} {span.kind} {span.name}"
-                     + ("  [ERROR]" if span.status == "ERROR" else ""))
+                     + ("  [ERROR]" if span.status == "ERROR" else "")
+                     + (f"  span {span.span_id}" if with_attributes else ""))
         if with_attributes:
             for key, value in sorted(span.attributes.items()):
                 lines.append(f"{'':>26}{'  ' * depth}  {key} = {value}")

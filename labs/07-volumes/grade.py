@@ -5,7 +5,10 @@ connection_info as Cinder answers it (the attachments API, microversion 3.27), t
 domain XML nova-compute defined in step 48 (kept as ``libvirt.xml``) and the
 learner's own boot (the Ceph spans QEMU's librbd made under libvirt's
 createWithFlags: ``qemu rbd open`` with ``ceph.pool`` / ``ceph.object``, the
-monitor's SERVER span, the OSD spans with ``ceph.osd`` and ``ceph.object``).
+monitor's SERVER span, the OSD spans with ``ceph.osd`` and ``ceph.object``). Every
+answer is the learner's own: their volume's image and header (its ids), the span
+ids of the monitor's and the OSD's answers in their boot. The attempt draws the
+volume's size.
 """
 
 import xml.etree.ElementTree as ET
@@ -60,10 +63,14 @@ def _open(ctx):
                "booted with its volume?")
 
 
-@check("{server} is ACTIVE with its blank volume attached")
+@check("{server} is ACTIVE with its blank volume attached, of the size the attempt drew")
 def volume_attached(ctx):
     server = ctx.require_active(ctx.names["server"], "boot it (step 1 of the guide)")
     volume = _volume(ctx)
+    size = int(ctx.parameters.get("size", volume["size"]))
+    if volume["size"] != size:
+        raise Fail(f"{volume['name']} has {volume['size']} GB; this attempt asks for {size} "
+                   "(step 1 of the guide): delete the server and boot it again")
     if volume["status"] != "in-use" or \
             server["id"] not in {a.get("server_id") for a in volume.get("attachments", [])}:
         raise Fail(f"{volume['name']} is {volume['status']}, not attached to {server['name']}")
@@ -100,29 +107,31 @@ def rbd_image(ctx):
                    "names it (`name`, pool/image), and `qemu rbd open` in your trace opened it")
 
 
-@check("the monitor librbd asked for the cluster map (answer mon)")
+@check("the monitor's answer of the cluster map to librbd (answer mon-span)")
 def monitor(ctx):
     span = _step(ctx, 49)
+    trace = ctx.boot(ctx.names["server"])
+    given = ctx.answered_span("mon-span", trace, f"your boot of {ctx.names['server']}")
+    if given.span_id != span.span_id:
+        raise Fail(f"{given.service}'s {given.name} is not the ceph-mon SERVER span that gave "
+                   "librbd the cluster map (step 49, under `qemu rbd open`)")
     traced = f"{span.get(attr.SERVER_ADDRESS)}:{span.get(attr.SERVER_PORT)}"
     info = _connection_info(ctx)
     listed = {f"{host}:{port}" for host, port in zip(info.get("hosts", ()),
                                                      info.get("ports", ()), strict=False)}
-    given = ctx.answer("mon")
-    if given != traced:
-        raise Fail(f"{given!r} is not the monitor of step 49: give address:port, as the "
-                   "ceph-mon span's server.address and server.port say")
-    if given not in listed:
-        raise Fail(f"{given} is not among the monitors the connection_info lists "
-                   f"({', '.join(sorted(listed))}): QEMU asked a monitor Cinder never named")
+    if traced not in listed:
+        raise Fail(f"QEMU asked {traced}, which is not among the monitors the connection_info "
+                   f"lists ({', '.join(sorted(listed))})")
 
 
-@check("the OSD that answered step 51 (answer osd)")
+@check("the OSD's answer of step 51 (answer osd-span)")
 def osd(ctx):
     span = _step(ctx, 51)
-    given = ctx.answer("osd").lower().removeprefix("osd.")
-    if given != str(span.get(attr.CEPH_OSD)):
-        raise Fail(f"{ctx.answer('osd')!r} is not the OSD of step 51: read ceph.osd on its "
-                   "span (the OSD CRUSH placed the object on)")
+    trace = ctx.boot(ctx.names["server"])
+    given = ctx.answered_span("osd-span", trace, f"your boot of {ctx.names['server']}")
+    if given.span_id != span.span_id:
+        raise Fail(f"{given.service}'s {given.name} is not the ceph-osd span of step 51: "
+                   "the OSD CRUSH placed your image's rbd_id object on (ceph.osd)")
 
 
 @check("the header object of your image (answer header)")
@@ -138,7 +147,7 @@ def header(ctx):
                    "`qemu rbd open` for the object read after rbd_id.<image name>")
 
 
-@check("your volume's disk in the domain XML (answer disk)")
+@check("your volume's disk in the domain XML nova-compute defined")
 def disk(ctx):
     server = ctx.require_server(ctx.names["server"], "boot it (step 1 of the guide)")
     found = sorted(ctx.cloud.state_dir.glob(f"instances/*/{server['id']}/libvirt.xml"))
@@ -150,11 +159,8 @@ def disk(ctx):
                and d.find("source").get("name") == name and d.find("target") is not None}
     if not targets:
         raise Fail(f"the domain XML of {server['name']} has no rbd disk {name}")
-    given = ctx.answer("disk").removeprefix("/dev/")
-    if given not in targets:
-        raise Fail(f"{ctx.answer('disk')!r} is not the target of the rbd disk of your volume "
-                   "in the domain XML (libvirt.xml, step 5 of the guide)")
     devices = {a.get("device", "").removeprefix("/dev/")
                for a in _volume(ctx).get("attachments", [])}
-    if given not in devices:
-        raise Fail(f"Cinder records {sorted(devices)} for the attachment, not {given}")
+    if not targets & devices:
+        raise Fail(f"Cinder records {sorted(devices)} for the attachment, the domain XML "
+                   f"{sorted(targets)}")

@@ -1,11 +1,12 @@
 """Lab 08: the learner's guest, from its flavor to a running domain (steps 43-44).
 
-The answers are checked against the learner's own server: the domain name Nova
-gave it (``OS-EXT-SRV-ATTR:instance_name``, as admin), its flavor (vCPUs, RAM in
-MiB, which libvirt counts in KiB), the power state Nova saved (the API, and the
-conductor's span of the save in their trace), and the libvirt call below
-``LibvirtDriver._create_domain`` that came before ``createWithFlags`` in their trace.
-``domain.xml`` in their lab folder must be their guest's domain XML.
+The attempt draws the flavor. The answers are checked against the learner's own
+server: the domain name Nova gave it (``OS-EXT-SRV-ATTR:instance_name``, as admin),
+its port's MAC, its flavor's RAM (MiB, which libvirt counts in KiB), and spans of
+their own boot: the libvirt call below ``LibvirtDriver._create_domain`` that came
+before ``createWithFlags``, the conductor's save of the power state. ``domain.xml``
+in their lab folder must be the domain XML nova-compute defined for their guest,
+element for element (parsed and compared with the one it keeps).
 """
 
 import xml.etree.ElementTree as ET
@@ -19,6 +20,18 @@ XML_FILE = "domain.xml"
 def _server(ctx) -> dict:
     server = ctx.require_active(ctx.names["server"], "boot it (step 1 of the guide)")
     return server
+
+
+def _defined_xml(ctx, server: dict) -> ET.Element:
+    """The domain XML nova-compute defined for ``server`` (its ``libvirt.xml``)."""
+    found = sorted(ctx.cloud.state_dir.glob(f"instances/*/{server['id']}/libvirt.xml"))
+    if not found:
+        raise Fail(f"nova-compute kept no libvirt.xml for {server['name']}")
+    return ET.parse(found[0]).getroot()
+
+
+def _canonical(root: ET.Element) -> str:
+    return ET.canonicalize(ET.tostring(root, encoding="unicode"), strip_text=True)
 
 
 def _instance_name(ctx) -> str:
@@ -47,9 +60,13 @@ def _libvirt_calls_under(trace, name: str) -> list:
     return sorted(calls, key=lambda s: s.start_ns)
 
 
-@check("{server} is ACTIVE")
+@check("{server} is ACTIVE, with the flavor this attempt drew")
 def server_active(ctx):
-    _server(ctx)
+    drawn = ctx.parameters.get("flavor")
+    flavor = _flavor(ctx)
+    if drawn and flavor["name"] != drawn:
+        raise Fail(f"{ctx.names['server']} has the flavor {flavor['name']}; this attempt "
+                   f"asks for {drawn} (step 1 of the guide): delete it and boot it again")
 
 
 @check("the trace of your boot of {server} has steps 43 and 44, in order")
@@ -81,6 +98,9 @@ def domain_xml(ctx):
     if root.findtext("name") != _instance_name(ctx):
         raise Fail(f"{path.name} names another domain than the one Nova made for "
                    f"{server['name']}")
+    if _canonical(root) != _canonical(_defined_xml(ctx, server)):
+        raise Fail(f"{path.name} is not the XML nova-compute defined for {server['name']}, "
+                   "element for element: copy its libvirt.xml as it is (step 3)")
 
 
 @check("your guest's domain name (answer domain)")
@@ -91,12 +111,16 @@ def domain_name(ctx):
                    "libvirt.xml (Nova's instance_name_template, from the instance's id)")
 
 
-@check("the vCPUs in your guest's XML (answer vcpus)")
-def vcpus(ctx):
-    given, flavor = _number(ctx, "vcpus"), _flavor(ctx)
-    if given != flavor["vcpus"]:
-        raise Fail(f"{given} is not the <vcpu> count Nova wrote for {ctx.names['server']}: "
-                   "read it in libvirt.xml, and compare with the flavor")
+@check("the MAC of your guest's interface (answer mac)")
+def mac(ctx):
+    server = _server(ctx)
+    macs = {m.get("address", "").lower() for m in _defined_xml(ctx, server).iter("mac")}
+    ports = ctx.api.get("network", "/v2.0/ports", device_id=server["id"])["ports"]
+    given = ctx.answer("mac").lower()
+    if given not in macs:
+        raise Fail(f"{given!r} is not the <mac address> of an interface in your guest's XML")
+    if given not in {p["mac_address"].lower() for p in ports}:
+        raise Fail(f"{given} is in the XML but no port of {server['name']} has it")
 
 
 @check("the memory in your guest's XML, in KiB (answer memory-kib)")
@@ -109,36 +133,35 @@ def memory(ctx):
                    "unit in libvirt.xml")
 
 
-@check("the libvirt call that defined your domain (answer define-call)")
-def define_call(ctx):
-    given = ctx.answer("define-call").removeprefix("libvirt.").strip()
+@check("the libvirt call that defined your domain (answer define-span)")
+def define_span(ctx):
     trace = ctx.boot(ctx.names["server"])
     calls = _libvirt_calls_under(trace, "LibvirtDriver._create_domain")
     methods = [str(c.get(attr.RPC_METHOD)) for c in calls]
     if "createWithFlags" not in methods:
         raise Fail("no createWithFlags below LibvirtDriver._create_domain in your boot")
-    before = methods[:methods.index("createWithFlags")]
-    if not before or given.lower() != before[-1].lower():
-        raise Fail(f"{given!r} is not the libvirt call your trace shows just before "
+    before = calls[:methods.index("createWithFlags")]
+    given = ctx.answered_span("define-span", trace, f"your boot of {ctx.names['server']}")
+    if not before or given.span_id != before[-1].span_id:
+        raise Fail(f"{given.name} is not the libvirt call your trace shows just before "
                    "createWithFlags, below LibvirtDriver._create_domain")
 
 
-@check("the power_state Nova saved (answer power-state)")
-def power_state(ctx):
-    given = ctx.answer("power-state").strip()
-    if not given.isdigit():
-        raise Fail(f"{given!r} is a word: Nova stores a number (the CLI prints it as a word; "
-                   "`-f value -c OS-EXT-STS:power_state` does not)")
+@check("where Nova saved your guest's power state (answer power-span)")
+def power_span(ctx):
     server = _server(ctx)
-    saved = server["OS-EXT-STS:power_state"]
-    if given != str(saved):
-        raise Fail(f"{given!r} is not the power_state Nova saved for {server['name']}: the "
-                   "number in OS-EXT-STS:power_state, or nova.instance.power_state on the "
-                   "conductor's instance_update in your trace (step 46)")
     trace = ctx.boot(ctx.names["server"])
-    recorded = [s.get(attr.NOVA_POWER_STATE) for s in trace
-                if s.service == "nova-conductor" and s.name.endswith("instance_update")
-                and s.get(attr.NOVA_VM_STATE) == "active"]
-    if recorded and str(recorded[-1]) != given:
-        raise Fail(f"your trace shows the conductor saving power_state {recorded[-1]}, "
-                   "not what the API shows now: was the guest stopped since?")
+    saves = [s for s in trace if s.service == "nova-conductor"
+             and s.name.endswith("instance_update") and s.get(attr.NOVA_VM_STATE) == "active"
+             and s.get(attr.NOVA_POWER_STATE) is not None]
+    if not saves:
+        raise Fail("your boot has no conductor's instance_update that saved it active")
+    given = ctx.answered_span("power-span", trace, f"your boot of {server['name']}")
+    if given.span_id not in {s.span_id for s in saves}:
+        raise Fail(f"{given.service}'s {given.name} did not save your guest's power state: "
+                   "find the conductor's instance_update whose nova.instance.power_state "
+                   "is set (step 46)")
+    if str(saves[-1].get(attr.NOVA_POWER_STATE)) != str(server["OS-EXT-STS:power_state"]):
+        raise Fail(f"your trace shows the conductor saving power_state "
+                   f"{saves[-1].get(attr.NOVA_POWER_STATE)}, not what the API shows now: was "
+                   "the guest stopped since?")

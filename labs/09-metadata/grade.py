@@ -2,10 +2,11 @@
 
 What nova-api-metadata serves is never taken from the learner's file: the checks
 ask the metadata proxy as the guest would (from the loopback address that stands
-for its port) and compare. The answers are checked against the learner's
-boot (the paths on the proxy's SERVER spans, the address in its port lookup, the
-instance it vouched for) and against nova-api-metadata itself, which accepts a
-signature only if it is the HMAC of the instance id under the shared secret.
+for its port) and compare. The attempt draws a property value and a line of the
+user data. The answers are the learner's own boot's: the span id of the guest's
+request for its user data, the address in the proxy's port lookup, the span id of
+the proxy's request that vouched for their instance. (The signature is no answer:
+on a class's cloud the shared secret is not the learner's to read.)
 """
 
 from urllib.parse import parse_qs, urlsplit
@@ -13,16 +14,11 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 
 from novalab.labs.grading import Fail, check
-from novalab.reference.common.wiring import STANDARD_PORTS
 from novalab.tracing import attributes as attr
 
 USER_DATA = "user-data.yaml"
 PROXY = "neutron-metadata-proxy"
 PROXY_REQUEST = "MetadataProxyHandlerBaseSocketServer._proxy_request"
-
-
-def _url(ctx, service: str) -> str:
-    return ctx.cloud.urls.get(service) or f"http://127.0.0.1:{STANDARD_PORTS[service]}"
 
 
 def _server(ctx) -> dict:
@@ -54,6 +50,10 @@ def user_data(ctx):
     path = ctx.workdir / USER_DATA
     if not path.exists():
         raise Fail(f"no {path}: write it (step 1 of the guide)")
+    line = ctx.parameters.get("line")
+    if line and str(line).encode() not in path.read_bytes():
+        raise Fail(f"your {USER_DATA} does not say {line}: write it as step 1 of the guide "
+                   "shows, then boot with it")
     response = _as_guest(ctx, "/openstack/latest/user_data")
     if response.status_code == 404:
         raise Fail(f"{ctx.names['server']} has no user data: boot it with "
@@ -69,6 +69,10 @@ def property_served(ctx):
     server = _server(ctx)
     if not server.get("metadata"):
         raise Fail(f"{server['name']} has no property: boot it with --property KEY=VALUE")
+    drawn = ctx.parameters.get("course")
+    if drawn and server["metadata"].get("course") != str(drawn):
+        raise Fail(f"{server['name']}'s properties are {server['metadata']!r}; this attempt "
+                   f"asks for course={drawn} (step 2 of the guide)")
     response = _as_guest(ctx, "/openstack/latest/meta_data.json")
     response.raise_for_status()
     served = response.json().get("meta")
@@ -92,14 +96,18 @@ def guest_read(ctx):
                    "it only when the server has some (boot it with --user-data)")
 
 
-@check("the paths the guest asked for (answer paths)")
-def paths(ctx):
-    asked = [str(s.get(attr.URL_PATH)) for s in _guest_requests(ctx)]
-    given = [p.strip() for p in ctx.answer("paths").split(",") if p.strip()]
-    if given != asked:
-        raise Fail(f"{', '.join(given)!r} is not what the guest asked in your boot: the "
-                   f"{PROXY} SERVER spans called by cloud-init, their url.path, in order "
-                   f"({len(asked)} of them)")
+@check("the guest's request for its user data (answer user-data-span)")
+def user_data_span(ctx):
+    asked = [s for s in _guest_requests(ctx)
+             if str(s.get(attr.URL_PATH, "")).endswith("/user_data")]
+    if not asked:
+        raise Fail("in your boot the guest never asked the proxy for its user_data")
+    trace = ctx.boot(ctx.names["server"])
+    given = ctx.answered_span("user-data-span", trace, f"your boot of {ctx.names['server']}")
+    if given.span_id not in {s.span_id for s in asked}:
+        raise Fail(f"{given.service}'s {given.name} ({given.get(attr.URL_PATH) or 'no path'}) "
+                   f"is not the {PROXY} SERVER span of the guest's request for user_data: "
+                   "which paths did cloud-init ask for, in which order?")
 
 
 @check("the address the proxy looked up (answer guest-ip)")
@@ -120,20 +128,16 @@ def guest_ip(ctx):
         raise Fail(f"{given} is not the fixed IP of {ctx.names['server']}")
 
 
-@check("the signature the proxy sent (answer signature)")
-def signature(ctx):
+@check("the proxy's request that vouched for {server} (answer vouch-span)")
+def vouch_span(ctx):
     server = _server(ctx)
     trace = ctx.boot(ctx.names["server"])
-    vouched = {s.get(attr.NOVA_INSTANCE_UUID) for s in trace if s.name == PROXY_REQUEST}
-    if server["id"] not in vouched:
-        raise Fail(f"in your boot the proxy vouched for {sorted(map(str, vouched))}, not for "
-                   f"{server['name']} ({server['id']})")
-    given = ctx.answer("signature").lower()
-    response = httpx.get(_url(ctx, "metadata") + "/openstack", timeout=30, headers={
-        "X-Instance-ID": server["id"], "X-Tenant-ID": server["tenant_id"],
-        "X-Instance-ID-Signature": given})
-    if response.status_code == 403:
-        raise Fail(f"nova-api-metadata refuses {given[:16]!r}... for {server['id']}: the "
-                   "signature is the hex HMAC-SHA256 of the instance id (X-Instance-ID) under "
-                   "the shared secret (step 6 of the guide)")
-    response.raise_for_status()
+    vouched = [s for s in trace if s.name == PROXY_REQUEST
+               and s.get(attr.NOVA_INSTANCE_UUID) == server["id"]]
+    if not vouched:
+        raise Fail(f"in your boot the proxy never vouched for {server['name']} "
+                   f"({server['id']})")
+    given = ctx.answered_span("vouch-span", trace, f"your boot of {server['name']}")
+    if given.span_id not in {s.span_id for s in vouched}:
+        raise Fail(f"{given.service}'s {given.name} is not a {PROXY_REQUEST} that vouched for "
+                   f"{server['id']} (nova.instance.uuid)")

@@ -322,7 +322,7 @@ class Gateway:
                     raise
                 continue  # overwritten while we read: read the new version
             data = b"".join(parts)
-            if data and self.faults.active("image-checksum"):
+            if data and self.faults.active("image-checksum", object=name):
                 data = _corrupt(data)
             return xattrs, data
         raise AssertionError("unreachable")

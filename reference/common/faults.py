@@ -15,6 +15,14 @@ process of a cloud hears of an injection::
 
     {"version": 1, "faults": {"image-checksum": {"once": false, "injected_at": "..."}}}
 
+**A scope** narrows a knob to what it names: ``inject(name, scope={"project_id":
+P})`` strikes only where the service that asks says it acts for project P
+(``active(name, project_id=P)``); ``{"server": NAME}``, ``{"object": OID}`` the
+same for a server's name or a stored object. Lab 10's service arms a learner's
+drills that way, so a class's other boots never meet them. A scoped knob is kept
+under ``NAME SCOPE`` (its ``fault`` says which fault it is); an unscoped one
+under its name, and strikes everyone.
+
 Writers replace it atomically (a temporary file renamed over it) under an
 exclusive ``fcntl.flock`` on ``STATE_DIR/faults.lock``. Readers cache its
 content by ``(inode, mtime, size)``, so a check that finds nothing costs one
@@ -180,6 +188,11 @@ class UnknownFault(ValueError):
         self.name = name
 
 
+def faults_name(key: str) -> str:
+    """The fault a knob's key in the file is of (``port-binding project_id=...``)."""
+    return key.split(" ", 1)[0]
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -220,22 +233,33 @@ class Faults:
         return faults
 
     def is_injected(self, name: str) -> bool:
-        """Is ``name`` switched on? A look that neither consumes nor marks it."""
+        """Is ``name`` switched on for everyone? A look that neither consumes nor marks it."""
         return name in self.injected()
 
-    def active(self, name: str) -> bool:
+    def active(self, name: str, **where) -> bool:
         """Should the caller fail here now? Consumes a ``--once`` fault.
 
-        Asked by a service at the exact point of failure; True leaves the event
-        ``novalab.fault`` on the current span.
+        Asked by a service at the exact point of failure; ``where`` says what it acts
+        for (``project_id=...``, ``server=...``, ``object=...``), which a scoped knob
+        must match. True leaves the event ``novalab.fault`` on the current span.
         """
-        return self.fire(name) is not None
+        return self.fire(name, **where) is not None
 
-    def fire(self, name: str) -> dict | None:
+    def _matching(self, name: str, where: dict) -> tuple[str, dict] | None:
+        """The first knob of fault ``name`` whose scope ``where`` matches: (key, entry)."""
+        for key, entry in self.injected().items():
+            scope = entry.get("scope") or {}
+            if entry.get("fault", key) == name and \
+                    all(where.get(k) == v for k, v in scope.items()):
+                return key, entry
+        return None
+
+    def fire(self, name: str, **where) -> dict | None:
         """:meth:`active`, returning the fault's entry (``once``, ``injected_at``) or None."""
-        entry = self.injected().get(name)
-        if entry is None:
+        found = self._matching(name, where)
+        if found is None:
             return None
+        key, entry = found
         fault = CATALOG.get(name)
         if fault is not None and fault.cloud == RUNNING_CLOUD and self.deployment != "up":
             if name not in self._warned:
@@ -244,7 +268,7 @@ class Faults:
                             name)
             return None
         once = bool(entry.get("once"))
-        if once and not self._consume(name):
+        if once and not self._consume(key):
             return None  # another thread or process took it first
         LOG.warning("fault %s fires%s", name, " (once)" if once else "")
         trace.get_current_span().add_event(EVENT, {EVENT_NAME: name, EVENT_ONCE: once})
@@ -252,26 +276,43 @@ class Faults:
 
     # Writing: under the lock, atomically ---------------------------------------------
 
-    def inject(self, name: str, once: bool = False) -> None:
+    @staticmethod
+    def key(name: str, scope: dict | None = None) -> str:
+        """Where the knob of ``name`` for ``scope`` is kept in the file."""
+        if not scope:
+            return name
+        return name + " " + " ".join(f"{k}={v}" for k, v in sorted(scope.items()))
+
+    def inject(self, name: str, once: bool = False, scope: dict | None = None) -> None:
+        """Switch ``name`` on, for everyone, or only where ``scope`` says (see above)."""
         if name not in CATALOG:
             raise UnknownFault(name)
+        entry = {"once": once, "injected_at": _now()}
+        if scope:
+            entry.update(fault=name, scope={k: str(v) for k, v in scope.items()})
         with self._locked():
             faults = self._read()
-            faults[name] = {"once": once, "injected_at": _now()}
+            faults[self.key(name, scope)] = entry
             self._write(faults)
 
-    def clear(self, name: str | None = None) -> list[str]:
-        """Switch ``name`` (or every fault) off; returns the names that were on."""
+    def clear(self, name: str | None = None, scope: dict | None = None) -> list[str]:
+        """Switch ``name`` off (only its knob for ``scope``, when given; every knob of
+        it otherwise), or every fault; returns the names of the knobs that were on."""
         if name is not None and name not in CATALOG:
             raise UnknownFault(name)
         with self._locked():
             faults = self._read()
-            cleared = sorted(faults) if name is None else [n for n in (name,) if n in faults]
+            if name is None:
+                cleared = sorted(faults)
+            elif scope:
+                cleared = [k for k in (self.key(name, scope),) if k in faults]
+            else:
+                cleared = sorted(k for k, e in faults.items() if e.get("fault", k) == name)
             for item in cleared:
                 del faults[item]
             if cleared:
                 self._write(faults)
-        return cleared
+        return sorted({faults_name(k) for k in cleared})
 
     def _consume(self, name: str) -> bool:
         """Take a once fault: True for exactly one caller, whatever the thread or process."""

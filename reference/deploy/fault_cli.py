@@ -103,8 +103,13 @@ def list_faults(state_dir):
         table.add_column(column)
     for fault_ in CATALOG.values():
         entry = injected.get(fault_.name)
+        scoped = sum(1 for key, e in injected.items()
+                     if key != fault_.name and e.get("fault") == fault_.name)
         state = "-" if entry is None else Text("once" if entry.get("once") else "active",
                                                 style="red")
+        if scoped:  # armed for one learner, server or object each (lab 10's drills)
+            state = Text.assemble(state if entry else "", "\n" if entry else "",
+                                  (f"{scoped} scoped", "red"))
         service = fault_.service + (" (up only)" if fault_.cloud == RUNNING_CLOUD else "")
         table.add_row(fault_.name, fault_.steps_text, service, fault_.learner_sees_short, state)
     Console(**PLAIN).print(table)

@@ -18,6 +18,7 @@ def test_events_are_printed_with_their_attributes_under_their_span():
                                                      ("compute-1", "compute-2")}),
                         Event("weigh", 3 * MS, {"nova.scheduler.chosen_host": "compute-2"})))
     lines = format_tree(Trace.of([root]), with_attributes=True).splitlines()
+    assert lines[1].endswith(f"FilterScheduler._schedule  span {'a' * 16}")
     assert lines[2].strip() == "nova.scheduler.hosts_considered = 2"
     assert lines[3].strip() == "event filter at 2.0 ms"
     assert lines[4].strip() == "nova.scheduler.filter = RamFilter"
@@ -27,3 +28,4 @@ def test_events_are_printed_with_their_attributes_under_their_span():
     # Nested deeper than the event line, which is as deep as the span's attributes.
     assert lines[4].index("nova") > lines[3].index("event") == lines[2].index("nova")
     assert "event" not in format_tree(Trace.of([root]))
+    assert "span " + "a" * 16 not in format_tree(Trace.of([root]))

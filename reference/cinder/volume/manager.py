@@ -130,7 +130,7 @@ class VolumeManager:
 
     @upstream(FLOW, "CreateVolumeFromSpecTask._create_raw_volume")
     def _create_raw_volume(self, context, volume: dict) -> None:
-        if self.faults.active("volume-error"):
+        if self.faults.active("volume-error", project_id=volume["project_id"]):
             # Where a backend refuses the create (a full pool, a lost cluster): the
             # driver's failure, handled as any other by create_volume.
             raise exception.VolumeBackendAPIException(

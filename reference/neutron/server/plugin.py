@@ -573,7 +573,7 @@ class Ml2Plugin(SecurityGroupDbMixin):
         if self.nova_notifier:
             event = self.nova_notifier.status_event(port, previous, status)
             if event and event["name"] == VIF_PLUGGED and \
-                    self.faults.active("vif-plugged-timeout"):
+                    self.faults.active("vif-plugged-timeout", project_id=port["project_id"]):
                 # As with notify_nova_on_port_status_changes = False: the port is
                 # wired and ACTIVE, and nova is never told.
                 LOG.warning("Not notifying nova of %s for port %s (fault "
@@ -616,7 +616,7 @@ class Ml2Plugin(SecurityGroupDbMixin):
         The port-binding fault makes the mechanism driver refuse a host it could bind.
         """
         row.binding_host_id = host
-        if l2_agents and not self.faults.active("port-binding"):
+        if l2_agents and not self.faults.active("port-binding", project_id=row.project_id):
             row.binding_vif_type = constants.VIF_TYPE_BRIDGE
             row.binding_vif_details = {"port_filter": False, "connectivity": "l2",
                                        "bridge_name": constants.bridge_name(row.network_id)}

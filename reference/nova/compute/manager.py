@@ -215,7 +215,8 @@ class ComputeManager(ShelveMixin, VolumeAttachMixin, PowerMixin):
                                filter_properties: dict, requested_networks=None,
                                block_device_mapping=None, node=None, limits=None) -> None:
         """RPC endpoint (cast): start the build on a worker thread and return."""
-        if self.faults.active("compute-crash"):
+        if self.faults.active("compute-crash", project_id=instance.get("project_id"),
+                              server=instance.get("display_name")):
             # The request was acked when it was taken off the queue: it dies with us.
             LOG.critical("fault compute-crash: %s dies with build_and_run_instance of %s",
                          self.host, instance["uuid"])

@@ -227,7 +227,31 @@ def test_every_fault_is_asked_for_and_every_name_asked_is_in_the_catalog():
     sources = {path: path.read_text() for path in root.rglob("*.py")
                if path.name != "faults.py"}
     asked = {name for text in sources.values()
-             for name in re.findall(r'faults\.(?:active|fire)\("([a-z-]+)"\)', text)}
+             for name in re.findall(r'faults\.(?:active|fire)\("([a-z-]+)"[,)]', text)}
     asked |= {name for text in sources.values()
               for name in re.findall(r'^UNREACHABLE = "([a-z-]+)"', text, re.M)}
     assert asked == set(CATALOG)
+
+
+def test_a_scoped_fault_strikes_only_what_its_scope_names(tmp_path):
+    """Lab 10's service arms a learner's drills for their project alone: a classmate's
+    boot, or a check that names no project, never meets them; clearing one learner's
+    leaves the others' and the cloud-wide knob."""
+    service, compute = Faults(tmp_path), Faults(tmp_path)
+    service.inject("port-binding", once=True, scope={"project_id": "ann"})
+    service.inject("port-binding", once=True, scope={"project_id": "bob"})
+    service.inject("volume-error", once=True, scope={"project_id": "ann"})
+    assert not compute.active("port-binding", project_id="carl")
+    assert not compute.active("port-binding")
+    assert compute.active("port-binding", project_id="ann")
+    assert not compute.active("port-binding", project_id="ann")  # once
+    service.inject("image-checksum")
+    assert service.clear("volume-error", scope={"project_id": "ann"}) == ["volume-error"]
+    assert not compute.active("volume-error", project_id="ann")
+    assert compute.active("image-checksum", object="anything")  # unscoped: everyone's
+    assert compute.active("port-binding", project_id="bob")
+    service.inject("port-binding", once=True, scope={"project_id": "bob"})
+    service.inject("port-binding")
+    assert service.clear("port-binding") == ["port-binding"]  # the admin's: every knob
+    assert not compute.active("port-binding", project_id="bob")
+    assert set(service.injected()) == {"image-checksum"}

@@ -133,12 +133,15 @@ def test_compute_crash_is_injected_on_novalab_up(tmp_path):
 
 
 def test_a_crashed_build_ends_error_when_compute_starts_again(cloud, login, monkeypatch):
-    """What `novalab up` sees: the crash loses the build; the restart's init_host ends it."""
+    """What `novalab up` sees: the crash loses the build; the restart's init_host ends it.
+    A crash scoped to a server's name strikes that server's build."""
     compute = cloud.computes[0]
     crashed = threading.Event()
     monkeypatch.setattr(compute_manager, "_crash", crashed.set)  # instead of os._exit
     compute.faults = Faults(cloud.config.state_dir, deployment="up")
-    compute.faults.inject("compute-crash", once=True)
+    # As lab 10's service arms it: for the learner's fifth server alone, which
+    # nova-compute knows by the name the build carries.
+    compute.faults.inject("compute-crash", once=True, scope={"server": "crash-victim"})
     session = login(cloud)
     created = session.request("POST", f"{session.compute}/servers", json={"server": {
         "name": "crash-victim", "flavorRef": "42", "imageRef": cloud.cirros["id"]}})
@@ -179,6 +182,8 @@ def test_broker_unreachable_on_rabbitmq_says_to_stop_rabbitmq(tmp_path):
 def test_list_shows_each_fault_and_what_is_on(tmp_path):
     Faults(tmp_path).inject("image-checksum")
     Faults(tmp_path).inject("volume-error", once=True)
+    for project in ("ann", "bob"):  # two learners' drills (lab 10)
+        Faults(tmp_path).inject("port-binding", once=True, scope={"project_id": project})
     result = CliRunner().invoke(fault_cli.fault, ["list", "--state-dir", str(tmp_path)],
                                 env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
@@ -187,7 +192,8 @@ def test_list_shows_each_fault_and_what_is_on(tmp_path):
     assert set(rows) == set(CATALOG)
     assert rows["image-checksum"].rstrip("│ ").endswith("active")
     assert rows["volume-error"].rstrip("│ ").endswith("once")
-    assert rows["port-binding"].rstrip("│ ").endswith("-")
+    assert rows["port-binding"].rstrip("│ ").endswith("2 scoped")
+    assert rows["vif-plugged-timeout"].rstrip("│ ").endswith("-")
     assert "23-25" in rows["image-checksum"] and "ceph-rgw" in rows["image-checksum"]
 
 

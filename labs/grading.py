@@ -276,6 +276,15 @@ class Context:
                        "them for your own boot)")
         return span
 
+    def answer_ms(self, key: str, hint: str = "") -> float:
+        """The learner's answer to ``key`` as milliseconds (``12.5``, ``+12.5 ms``);
+        ``hint`` is added to the failure when it is no number."""
+        given = self.answer(key).lower().removeprefix("+").removesuffix("ms").strip()
+        try:
+            return float(given)
+        except ValueError as exc:
+            raise Fail(f"{given!r} is not a number of milliseconds{hint}") from exc
+
     def answer(self, key: str) -> str:
         if key not in self.answers:
             question = self.lab.questions.get(key, key)

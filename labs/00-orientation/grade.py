@@ -77,11 +77,7 @@ def start_span(ctx):
 def start_ms(ctx):
     result, step = _start_span(ctx)
     at = result.offset_ms(step)
-    given = ctx.answer("start-ms").lower().removeprefix("+").removesuffix("ms").strip()
-    try:
-        value = float(given)
-    except ValueError as exc:
-        raise Fail(f"{given!r} is not a number of milliseconds") from exc
+    value = ctx.answer_ms("start-ms")
     if abs(value - at) > 0.01:
         raise Fail(f"{value:g} ms is not when step 43 happened in your boot: the flow check "
                    "prints it (+N ms) before the span, to the microsecond")

@@ -119,11 +119,7 @@ def token_insert(ctx):
 def token_ms(ctx):
     _, span = _step(ctx, 1)
     took = span.duration_ns / 1e6
-    given = ctx.answer("token-ms")
-    try:
-        value = float(given.lower().removesuffix("ms").strip())
-    except ValueError as exc:
-        raise Fail(f"{given!r} is not a number of milliseconds") from exc
+    value = ctx.answer_ms("token-ms")
     if abs(value - took) > max(1.0, 0.1 * took):
         raise Fail(f"{value:g} ms is not how long step 1's span lasted in your trace: from step 1 "
                    "to step 3 of the flow check, or the duration `trace show` prints")

@@ -90,12 +90,7 @@ def row_span(ctx):
 def race_ms(ctx):
     result = _flow(ctx, 7, 8)
     gap = result.offset_ms(result.result(8)) - result.offset_ms(result.result(7))
-    given = ctx.answer("race-ms").lower().removesuffix("ms").strip()
-    try:
-        value = float(given)
-    except ValueError as exc:
-        raise Fail(f"{given!r} is not a number of milliseconds (negative when step 8 came "
-                   "first)") from exc
+    value = ctx.answer_ms("race-ms", " (negative when step 8 came first)")
     if abs(value - gap) > 0.01:
         raise Fail(f"{value:g} ms is not step 8's time minus step 7's in your boot: read both "
                    "(+N ms) in the flow check, to the microsecond")

@@ -100,11 +100,7 @@ def dhcp_ms(ctx):
     if not (created.matched and reloaded.matched):
         raise Fail("steps 26 and 30 must both be in your boot: `novalab flow check --server NAME`")
     gap = result.offset_ms(reloaded) - result.offset_ms(created)
-    given = ctx.answer("dhcp-ms").lower().removesuffix("ms").strip()
-    try:
-        value = float(given)
-    except ValueError as exc:
-        raise Fail(f"{given!r} is not a number of milliseconds") from exc
+    value = ctx.answer_ms("dhcp-ms")
     if abs(value - gap) > 0.01:
         raise Fail(f"{value:g} ms is not step 30's time minus step 26's in your boot: read "
                    "both (+N ms) in the flow check, to the microsecond")

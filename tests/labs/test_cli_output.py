@@ -67,10 +67,10 @@ def test_lab_status_and_answer_print_the_learner_and_the_answer_as_written(monke
     status = CliRunner().invoke(lab_cli.lab_group, ["status"], env={"COLUMNS": "250"})
     assert status.exit_code == 0, status.output
     assert f"learner: {ODD}" in status.output
-    answer = CliRunner().invoke(lab_cli.lab_group, ["answer", "00", "host", ODD],
+    answer = CliRunner().invoke(lab_cli.lab_group, ["answer", "00", "start-span", ODD],
                                 env={"COLUMNS": "250"})
     assert answer.exit_code == 0, answer.output
-    assert f"host: {ODD} (recorded" in answer.output
+    assert f"start-span: {ODD} (recorded" in answer.output
 
 
 def test_lab_step_prints_every_command_whole_at_any_width(monkeypatch, tmp_path):

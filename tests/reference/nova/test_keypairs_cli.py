@@ -36,7 +36,8 @@ def _span_attributes(tree: str, span: str) -> list[dict[str, str]]:
     found, current = [], None
     for line in tree.splitlines():
         if re.match(r"^\s*[\d.]+ ms\s+[\d.]+ ms ", line):
-            current = {} if line.rstrip().endswith(span) else None
+            named = re.sub(r"\s+span [0-9a-f]{16}$", "", line.rstrip())  # the line's span id
+            current = {} if named.endswith(span) else None
             if current is not None:
                 found.append(current)
         elif current is not None and " = " in line:

@@ -21,6 +21,7 @@ does not apply to the cloud the lab runs on raises :class:`Skip`, saying why.
 
 from __future__ import annotations
 
+import os
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -275,6 +276,23 @@ class Context:
                        "as `novalab flow check` or `novalab trace show --attributes` print "
                        "them for your own boot)")
         return span
+
+    def own_image(self, name: str, mib: int) -> None:
+        """The learner's own raw image ``name`` of ``mib`` MiB of random bytes, which no
+        compute host has cached. Idempotent: an active one is kept (the learner may have
+        booted it already); one whose upload never finished is replaced."""
+        images = self.api.get("image", "/v2/images", name=name)["images"]
+        if any(image["status"] == "active" for image in images):
+            return
+        for image in images:
+            self.api.request("DELETE", "image", f"/v2/images/{image['id']}")
+        created = self.api.request("POST", "image", "/v2/images", json={
+            "name": name, "disk_format": "raw", "container_format": "bare"})
+        created.raise_for_status()
+        self.api.request("PUT", "image", f"/v2/images/{created.json()['id']}/file",
+                         content=os.urandom(mib << 20),
+                         headers={"Content-Type": "application/octet-stream"}
+                         ).raise_for_status()
 
     def answer_ms(self, key: str, hint: str = "") -> float:
         """The learner's answer to ``key`` as milliseconds (``12.5``, ``+12.5 ms``);

@@ -10,7 +10,6 @@ backend, a boot of the learner's image its fetch, a plain boot again the plug.
 """
 
 import json
-import os
 
 import click
 
@@ -35,25 +34,10 @@ def _drills(ctx) -> dict[str, dict]:
     return drills
 
 
-def _upload_image(ctx) -> None:
-    """An image of the learner's own, that no host has cached: only a fetch meets
-    image-checksum. One whose upload never finished is replaced."""
-    api, name = ctx.api, ctx.names["image"]
-    images = api.get("image", "/v2/images", name=name)["images"]
-    if any(image["status"] == "active" for image in images):
-        return
-    for image in images:
-        api.request("DELETE", "image", f"/v2/images/{image['id']}")
-    created = api.request("POST", "image", "/v2/images",
-                          json={"name": name, "disk_format": "raw", "container_format": "bare"})
-    created.raise_for_status()
-    api.request("PUT", "image", f"/v2/images/{created.json()['id']}/file",
-                content=os.urandom(IMAGE_MIB << 20),
-                headers={"Content-Type": "application/octet-stream"}).raise_for_status()
-
-
 def start(ctx):
-    _upload_image(ctx)
+    # An image of the learner's own, that no host has cached: only a fetch meets
+    # image-checksum.
+    ctx.own_image(ctx.names["image"], IMAGE_MIB)
     faults = Faults(ctx.cloud.state_dir)
     for name, scope in _drills(ctx).items():
         faults.inject(name, once=True, scope=scope)

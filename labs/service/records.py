@@ -108,13 +108,27 @@ class Records:
                 query = query.where(Attempt.user_id == user_id)
             if lab is not None:
                 query = query.where(Attempt.lab == lab)
-            return [_view(a, self._last(session, a)) for a in session.scalars(query)]
+            found = list(session.scalars(query))
+            last = self._last_of(session, [a.id for a in found])
+            return [_view(a, last.get(a.id)) for a in found]
 
     def in_progress(self) -> int:
         """Attempts not finished, every learner's: the cloud is still in use."""
         with self.db.session() as session:
             return session.scalar(select(func.count()).select_from(Attempt)
                                   .where(Attempt.finished_at.is_(None)))
+
+    @staticmethod
+    def _last_of(session, attempt_ids: list[int]) -> dict[int, Grade]:
+        """The newest grade of each attempt, in one query (a class's status lists every
+        learner's attempts: one query each would be hundreds)."""
+        last: dict[int, Grade] = {}
+        for chunk in range(0, len(attempt_ids), 500):  # bounded IN lists
+            for grade in session.scalars(select(Grade).where(
+                    Grade.attempt_id.in_(attempt_ids[chunk:chunk + 500]))
+                    .order_by(Grade.id.desc())):
+                last.setdefault(grade.attempt_id, grade)
+        return last
 
     @staticmethod
     def _last(session, attempt: Attempt) -> Grade | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 
 from novalab.labs.course import Lab
+from novalab.labs.service import OPERATOR_HEADER
 from novalab.reference.deploy.client import ClientError, CloudClient
 from novalab.tracing.http import http_client
 
@@ -80,12 +81,23 @@ class LabService:
     def close(self) -> None:
         self.http.close()
 
+    def operator_token(self, auth_url: str, admin_password: str) -> str:
+        """An admin token of this cloud: what a lab that operates it starts with."""
+        client = CloudClient(auth_url, self.http)
+        try:
+            client.authenticate("admin", admin_password, "admin")
+        except ClientError as exc:
+            raise ServiceError(exc.status, f"keystone refused the cloud's admin: "
+                                           f"{exc.message}") from exc
+        return client.token
+
     def _call(self, method: str, path: str, body: dict | None = None, ok=(200,),
-              **params) -> dict:
+              headers: dict | None = None, **params) -> dict:
         try:
             response = self.http.request(method, f"{self.url}{path}", json=body,
                                          params=params or None,
-                                         headers={"X-Auth-Token": self.token})
+                                         headers={"X-Auth-Token": self.token,
+                                                  **(headers or {})})
         except httpx.HTTPError as exc:
             raise ServiceError(503, f"the lab service does not answer at {self.url}: "
                                     f"{exc}") from exc
@@ -102,10 +114,13 @@ class LabService:
             params["lab"] = lab
         return self._call("GET", "/attempts", **params)
 
-    def start(self, lab: str, workdir: Path) -> dict:
+    def start(self, lab: str, workdir: Path, operator_token: str | None = None) -> dict:
+        """Start (or go on with) an attempt; a lab that operates the cloud needs
+        ``operator_token``, an admin's (:meth:`operator_token`)."""
+        headers = {OPERATOR_HEADER: operator_token} if operator_token else {}
         return self._call("POST", f"/labs/{lab}/attempts",
                           {"attempt": {"workdir": str(workdir.absolute())}},
-                          ok=(200, 201))["attempt"]
+                          ok=(200, 201), headers=headers)["attempt"]
 
     def current(self, lab: str) -> dict | None:
         try:

@@ -7,7 +7,8 @@ A lab is a folder of data and two small Python files; the runner knows no lab::
                      today's boot, the modern table, if any), what it needs, the names
                      the learner uses ({user} is the learner's keystone user), questions,
                      the artifacts (files of the lab folder its checks read), and
-                     [cloud] computes = N when the lab cloud needs N compute hosts
+                     [cloud] computes = N when the lab cloud needs N compute hosts,
+                     [cloud] operates = "why" when the learner must run the cloud
       guide.md       the guide: "## Step N: title" sections, guided then graded
       hints.md       "## Hint" sections, shown one more at a time by `lab hint`
       solution.md    the written solution; its ```sh blocks are what the tests run
@@ -62,6 +63,9 @@ class Lab:
     questions: dict[str, str] = field(default_factory=dict)
     faults: tuple[str, ...] = ()  # fault knobs the lab injects (cleared by finish)
     computes: int = 1           # [cloud] computes: compute hosts the lab cloud runs for it
+    # [cloud] operates: why the lab needs the cloud's operator (it reads the cloud's files
+    # or changes its configuration), "" when any learner may do it on a shared cloud.
+    operates: str = ""
     modern_steps: tuple[int, ...] = ()  # steps of the modern table (today's boot) it teaches
     # The files of the learner's lab folder its checks read (glob patterns, names such
     # as {filter_file} allowed): what `lab grade` sends the lab service.
@@ -83,6 +87,7 @@ class Lab:
                    names=dict(meta.get("names", {})), questions=dict(meta.get("questions", {})),
                    faults=tuple(meta.get("faults", ())),
                    computes=int(meta.get("cloud", {}).get("computes", 1)),
+                   operates=str(meta.get("cloud", {}).get("operates", "")).strip(),
                    modern_steps=tuple(meta.get("modern_steps", ())),
                    artifacts=tuple(meta.get("artifacts", ())),
                    parameters=_parameter_specs(folder, meta.get("parameters", {})))
@@ -188,8 +193,10 @@ class Lab:
 
     @property
     def needs_text(self) -> str:
-        """What the lab needs, in words: ``running``, ``2 compute hosts`` (or ``-``)."""
-        needs = [*self.needs] + ([f"{self.computes} compute hosts"] if self.computes > 1 else [])
+        """What the lab needs, in words: ``running``, ``2 compute hosts``, ``a cloud of
+        your own`` (or ``-``)."""
+        needs = [*self.needs] + ([f"{self.computes} compute hosts"] if self.computes > 1 else []) \
+            + (["a cloud of your own"] if self.operates else [])
         return ", ".join(needs) or "-"
 
 

@@ -34,6 +34,7 @@ from novalab.labs.client import LabService, ServiceError, artifacts
 from novalab.labs.cloud import CloudError, LabClouds
 from novalab.labs.course import LabNotFound, find, labs
 from novalab.labs.progress import Progress
+from novalab.reference.common.credentials import MissingCredentials
 from novalab.tracing.cli import PLAIN
 
 out = Console(**PLAIN)
@@ -207,6 +208,11 @@ def lab_start(name, cloud_kind, state_dir):
         _fail(f"{lab.name} needs separate service processes over RabbitMQ: start them with "
               "`novalab up` (RabbitMQ and PostgreSQL on loopback; `rabbitmq-server -detached` "
               f"starts RabbitMQ), then `novalab lab start {lab.name} --cloud running`")
+    if lab.operates and cloud_kind == "shared":
+        _fail(f"{lab.name} operates the cloud ({lab.operates}), and a class's shared cloud "
+              f"is not yours to operate: do it on a lab cloud of your own, `novalab lab "
+              f"start {lab.number}` on a machine where no other lab cloud runs "
+              "(docs/labs/README.md, \"Labs on a class's cloud\")")
     started = time.monotonic()
     if cloud_kind == "lab":
         _reshape(lab, clouds)
@@ -226,7 +232,7 @@ def lab_start(name, cloud_kind, state_dir):
     service = _service(cloud)
     try:
         with err.status(f"Preparing {lab.name}..."):
-            attempt = service.start(lab.name, workdir)
+            attempt = service.start(lab.name, workdir, _operator_token(lab, cloud, service))
     except ServiceError as exc:
         _fail(str(exc))
     names = lab.rendered_names(user, attempt["parameters"])
@@ -263,6 +269,19 @@ def _reshape(lab, clouds: LabClouds) -> None:
               f"then `novalab lab start {lab.name}` again")
     with err.status(f"Stopping the lab cloud: {lab.name} runs on one of {hosts}..."):
         clouds.stop()
+
+
+def _operator_token(lab, cloud, service: LabService) -> str | None:
+    """For a lab that operates the cloud, an admin token of it: the cloud's owner reads
+    the admin's password in its state dir; a learner of a shared cloud has none."""
+    if not lab.operates:
+        return None
+    try:
+        password = cloud.credentials.admin
+    except (OSError, MissingCredentials) as exc:
+        _fail(f"{lab.name} operates the cloud ({lab.operates}), which needs its admin: "
+              f"{exc}")
+    return service.operator_token(cloud.auth_url, password)
 
 
 def _check_running_shape(lab, cloud) -> None:

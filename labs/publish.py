@@ -28,7 +28,9 @@ def page(lab: Lab) -> str:
              + (" --cloud running" if "running" in lab.needs else "")
              + f"; check your work with `novalab lab grade {lab.name}`."
              + (f" The lab cloud runs {lab.computes} compute hosts for it." if lab.computes > 1
-                else ""), "",
+                else "")
+             + (f" It operates the cloud ({lab.operates}): do it on a cloud you run yourself, "
+                "not on a class's shared cloud." if lab.operates else ""), "",
              f"## Objectives: steps {lab.step_groups} of the 58-step flow", "",
              _objectives(lab), ""]
     if lab.modern_steps:
@@ -63,6 +65,14 @@ def index(course: list[Lab]) -> str:
         *rows, "",
         f"Steps taught across the course: {taught}; of today's boot (the modern flow, "
         f"`novalab flow compare` lines it up with the 58): {modern}.", "",
+        "## Labs on a class's cloud", "",
+        "A class's shared cloud (`novalab lab start NN --cloud shared`) runs every lab "
+        "whose needs do not say *a cloud of your own*. The others operate the cloud: they "
+        "read its files or change its configuration, which only whoever runs it may do, "
+        "and the lab service starts them only with the cloud's admin beside the learner. "
+        "Do those on a lab cloud of your own (`novalab lab start NN`, which runs as you; "
+        "one lab cloud per machine, as it takes the standard ports) or on your own "
+        "`novalab up`.", "",
         "These pages are written by `novalab lab docs` from `labs/NN-name/`.", ""])
 
 

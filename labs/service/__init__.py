@@ -14,6 +14,12 @@ OpenStack service does, the course runs beside the others, behind keystone:
   and finishes (removes what the learner's own project and user made);
 * attempts and grades are rows in the cloud's database (:mod:`.models`).
 
+* a lab that operates the cloud (reads its files, changes its configuration)
+  starts only with an admin's token beside the learner's, in
+  :data:`OPERATOR_HEADER`: the cloud's owner has one, a classmate does not.
+
 ``novalab lab ...`` is a client of it (:mod:`novalab.labs.client`), from the
 cloud's machine or any other.
 """
+
+OPERATOR_HEADER = "X-Operator-Token"

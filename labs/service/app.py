@@ -8,6 +8,11 @@
     POST /v1/labs/NAME/attempts/current/grade        grade it, with your lab folder's files
     POST /v1/labs/NAME/attempts/current/finish       remove what you made; end the attempt
 
+A lab that operates the cloud (``[cloud] operates`` in its lab.toml: it reads the
+cloud's files or changes its configuration) starts only for an admin, or with an
+admin's token in ``X-Operator-Token`` beside the learner's: the cloud's owner can
+get one (``novalab credentials``), a classmate on a shared cloud cannot.
+
 Errors are keystone-shaped (``{"error": {"code", "message", "title"}}``); every
 body is validated; a learner reaches only their own attempts.
 """
@@ -19,7 +24,7 @@ import threading
 from flask import Flask, g, jsonify, request
 
 from novalab.labs.course import LabNotFound, find, labs
-from novalab.labs.service import learners
+from novalab.labs.service import OPERATOR_HEADER, learners
 from novalab.labs.service.records import Learner, Records
 from novalab.labs.service.runner import Runner
 from novalab.reference.common import exception
@@ -53,7 +58,7 @@ def _course_entry(lab) -> dict:
     return {"name": lab.name, "number": lab.number, "title": lab.title,
             "steps": list(lab.steps), "modern_steps": list(lab.modern_steps),
             "questions": dict(lab.questions), "artifacts": list(lab.artifacts),
-            "computes": lab.computes, "needs": list(lab.needs)}
+            "computes": lab.computes, "needs": list(lab.needs), "operates": lab.operates}
 
 
 def create_app(records: Records, runner: Runner, auth: AuthProtocol,
@@ -88,6 +93,23 @@ def create_app(records: Records, runner: Runner, auth: AuthProtocol,
                                      f"`novalab lab start {lab.number}`")
         return attempt
 
+    def require_operator(lab, who: Learner) -> None:
+        """Lab 04 points the scheduler's filter_dirs at the learner's folder (code run as
+        the cloud's OS user), labs 09 and 16 use the metadata secret: only whoever runs
+        the cloud may start such a lab, whatever the learner's client says."""
+        if not lab.operates or who.is_admin:
+            return
+        token = request.headers.get(OPERATOR_HEADER, "")
+        try:
+            roles = auth.context_for(token).roles if token else []
+        except exception.NotAuthorized:
+            roles = []
+        if "admin" not in roles:
+            raise exception.Forbidden(
+                f"{lab.name} operates the cloud ({lab.operates}): do it on a cloud you "
+                f"run yourself, the lab cloud of `novalab lab start {lab.number}` or your "
+                "own `novalab up`, not on a class's shared cloud")
+
     def one_at_a_time(who: Learner) -> threading.Lock:
         with guard:
             return locks.setdefault(who.user_id, threading.Lock())
@@ -117,6 +139,7 @@ def create_app(records: Records, runner: Runner, auth: AuthProtocol,
     def start(name):
         lab, who = lab_named(name), learner()
         body = json_body()["attempt"]
+        require_operator(lab, who)
         with one_at_a_time(who):
             attempt, new = records.start(who, lab.name, {**lab.draw(),
                                                          "workdir": body.get("workdir", "")})

@@ -112,3 +112,16 @@ def test_finish_and_status_against_a_dead_cloud_say_so_without_a_traceback(monke
     assert "MemoryError: the machine ran out" in text and "Traceback" not in text
     status = CliRunner().invoke(lab_cli.lab_group, ["status"], env={"COLUMNS": "200"})
     assert status.exit_code == 0 and "MemoryError: the machine ran out" in status.output
+
+
+def test_a_lab_that_operates_the_cloud_is_refused_on_a_shared_cloud(monkeypatch, tmp_path):
+    """Lab 04 points the scheduler at the learner's folder; on a class's cloud that would
+    run the learner's Python as the teacher. The client says so before asking anything
+    (the lab service refuses it too: tests/labs/service/test_app.py)."""
+    monkeypatch.setenv("NOVALAB_LAB_HOME", str(tmp_path))
+    monkeypatch.setenv("OS_AUTH_URL", "http://127.0.0.1:9/v3")  # nothing answers there
+    started = CliRunner().invoke(lab_cli.lab_group, ["start", "04", "--cloud", "shared"],
+                                 env={"COLUMNS": "200"})
+    assert started.exit_code == 2, started.output
+    assert "operates the cloud" in started.output and "filter_dirs" in started.output
+    assert "novalab lab start 04" in started.output and "Traceback" not in started.output

@@ -88,13 +88,44 @@ def test_a_grade_runs_in_the_cloud_and_is_recorded(cloud, demo):
 
 
 def test_finishing_says_whether_others_are_still_at_work(cloud, demo, alt):
-    demo.start("05-images-and-ceph", cloud.config.state_dir / "demo-work")
-    alt.start("05-images-and-ceph", cloud.config.state_dir / "alt-work")
-    done = demo.finish("05-images-and-ceph")
+    lab = "14-classic-vs-today"
+    demo.start(lab, cloud.config.state_dir / "demo-work")
+    alt.start(lab, cloud.config.state_dir / "alt-work")
+    done = demo.finish(lab)
     assert done["in_progress"] >= 1  # alt's attempt at least
-    assert demo.current("05-images-and-ceph") is None
-    assert alt.current("05-images-and-ceph") is not None
-    alt.finish("05-images-and-ceph")
+    assert demo.current(lab) is None
+    assert alt.current(lab) is not None
+    alt.finish(lab)
+
+
+def _nova_conf(cloud) -> str:
+    conf = cloud.config.state_dir / "nova.conf"
+    return conf.read_text() if conf.exists() else ""
+
+
+def test_a_lab_that_operates_the_cloud_starts_only_for_its_operator(cloud, demo, tmp_path):
+    """Lab 04 points nova-scheduler's filter_dirs at the folder the learner names, and
+    the scheduler imports the Python there as the cloud's own OS user. On a shared cloud
+    a learner asking for it would run code as the teacher: such a lab starts only with
+    an admin's token beside the learner's, which only the cloud's owner can get."""
+    before = _nova_conf(cloud)
+    with pytest.raises(ServiceError) as refused:
+        demo.start("04-scheduling", tmp_path / "mine")
+    assert refused.value.status == 403
+    assert "filter_dirs" in str(refused.value) and "lab cloud" in str(refused.value)
+    assert _nova_conf(cloud) == before and demo.current("04-scheduling") is None
+    with pytest.raises(ServiceError) as not_admin:  # a classmate's token is no operator's
+        demo.start("04-scheduling", tmp_path / "mine", operator_token=demo.token)
+    assert not_admin.value.status == 403 and _nova_conf(cloud) == before
+    admin = _session(cloud, "admin")
+    try:
+        attempt = demo.start("04-scheduling", tmp_path / "mine", operator_token=admin.token)
+        assert attempt["user_name"] == "demo"
+        assert str((tmp_path / "mine").absolute()) in _nova_conf(cloud)
+        demo.finish("04-scheduling")
+        assert str(tmp_path / "mine") not in _nova_conf(cloud)
+    finally:
+        admin.close()
 
 
 def test_a_new_attempt_starts_with_no_answers(cloud, demo):

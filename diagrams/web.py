@@ -15,6 +15,8 @@ Pages::
     /live                     the newest boot, followed as it happens
     /server/<id or name>      redirects to the newest boot of that server
     /request/<request id>     redirects to the trace of that OpenStack request id
+    /class                    the teacher's view of a class (admins, on a page with a login):
+                              each learner's labs, attempts and last grade
 
 JSON, for the pages' scripts and for anyone's ``curl``::
 
@@ -23,6 +25,8 @@ JSON, for the pages' scripts and for anyone's ``curl``::
                                           ({"unchanged": true} while its version is V)
     /api/trace/<id>/callgraph.svg         the call graph (503 when graphviz' dot is missing)
     /api/trace/<id>/otlp.json | jaeger.json | sequence.svg|html|mmd|puml   downloads
+    /api/class                            the lab service's GET /v1/class, asked with the
+                                          viewer's token (the service decides who may)
 
 ``novalab web`` on loopback (the default) asks nothing: a store its user owns,
 shown to that user. Bound to any other address, started by ``serve`` or ``up``
@@ -47,6 +51,7 @@ import signal
 import threading
 from pathlib import Path
 
+import httpx
 from flask import Flask, Response, g, jsonify, redirect, request, send_from_directory
 from werkzeug.exceptions import HTTPException
 
@@ -215,6 +220,11 @@ def create_app(state_dir: str | Path, gate: web_auth.KeystoneGate | None = None)
     def by_request(request_id):
         return redirect(f"/trace/{_find(request_id, request_id=request_id).id}")
 
+    @app.get("/class")
+    def class_page():
+        _require_gate()
+        return send_from_directory(STATIC, "class.html")
+
     @app.get("/favicon.ico")
     def favicon():
         return send_from_directory(STATIC, "favicon.svg", mimetype="image/svg+xml")
@@ -229,6 +239,34 @@ def create_app(state_dir: str | Path, gate: web_auth.KeystoneGate | None = None)
                         "exists": live.store.exists(),
                         "rows": [row for row in live.rows(everything) if gate is None
                                  or gate.may_see(g.viewer, [s["id"] for s in row["servers"]])]})
+
+    def _require_gate() -> None:
+        if gate is None:
+            raise NotFound("the class page needs a login, which this page does not ask "
+                           "for: `novalab serve` and `up` start it with one (or `novalab "
+                           "web --require-auth`)")
+
+    @app.get("/api/class")
+    def api_class():
+        """Where the class stands, from the lab service: the viewer's token asks, so
+        the service's own rule (admins only) decides; this page adds no power."""
+        _require_gate()
+        if not g.viewer.lab_url:
+            return _error_page(404, "this cloud runs no lab service (no 'lab' endpoint in "
+                                    "your token's catalog)")
+        try:
+            answer = gate.http.get(f"{g.viewer.lab_url}/class",
+                                   headers={"X-Auth-Token": g.viewer.token})
+        except httpx.HTTPError as exc:
+            return _error_page(503, f"the lab service does not answer at "
+                                    f"{g.viewer.lab_url}: {exc}")
+        if answer.status_code != 200:
+            try:
+                message = answer.json()["error"]["message"]
+            except (ValueError, KeyError, TypeError):
+                message = answer.text[:300]
+            return _error_page(answer.status_code, message)
+        return jsonify(answer.json())
 
     @app.get("/api/trace/<ref>")
     def api_trace(ref):

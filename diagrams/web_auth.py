@@ -78,7 +78,7 @@ class AuthFailed(Exception):
 
 @dataclass
 class Viewer:
-    """A validated token: whose it is, and where its project's Nova is."""
+    """A validated token: whose it is, and where its project's Nova and lab service are."""
 
     token: str
     user: str
@@ -86,6 +86,7 @@ class Viewer:
     roles: list[str]
     compute_url: str | None
     expires: float = field(default=0.0)
+    lab_url: str | None = None
 
     @property
     def is_admin(self) -> bool:
@@ -135,8 +136,8 @@ class KeystoneGate:
             raise AuthFailed("The token is not valid (any more).")
         body = response.json()["token"]
         viewer = Viewer(token, body["user"]["name"], (body.get("project") or {}).get("id"),
-                        [r["name"] for r in body.get("roles", [])], _compute(body),
-                        expires=now + self.cache_time)
+                        [r["name"] for r in body.get("roles", [])], _endpoint(body, "compute"),
+                        expires=now + self.cache_time, lab_url=_endpoint(body, "lab"))
         with self._lock:
             self._viewers[token] = viewer
             if len(self._viewers) > 1000:
@@ -178,10 +179,10 @@ class KeystoneGate:
         return allowed
 
 
-def _compute(token: dict) -> str | None:
-    """The public compute endpoint of the token's catalog."""
+def _endpoint(token: dict, service_type: str) -> str | None:
+    """The public endpoint of ``service_type`` in the token's catalog."""
     for service in token.get("catalog", []):
-        if service.get("type") == "compute":
+        if service.get("type") == service_type:
             for endpoint in service.get("endpoints", []):
                 if endpoint.get("interface") == "public":
                     return endpoint["url"].rstrip("/")

@@ -18,7 +18,6 @@ import contextlib
 import fcntl
 import json
 import os
-from collections import defaultdict
 from pathlib import Path
 
 import click
@@ -48,6 +47,9 @@ class Teacher(LabService):
 
     def learners(self) -> list[dict]:
         return self._call("GET", "/learners")["learners"]
+
+    def standing(self) -> list[dict]:
+        return self._call("GET", "/class")["standing"]
 
     def add(self, name: str, quotas: dict[str, int]) -> dict:
         body = {"name": name, **({"quotas": quotas} if quotas else {})}
@@ -263,9 +265,8 @@ def list_learners(roster, state_dir):
         out.print("no learners yet: `novalab class add NAME...`")
 
 
-def _last_grade(attempts: list[dict]) -> str:
-    """The newest grade of any of the attempts (newest first): checks passed of all."""
-    grade = next((a["last_grade"] for a in attempts if a.get("last_grade")), None)
+def _last_grade(grade: dict | None) -> str:
+    """A row's newest grade: checks passed of all."""
     if not grade:
         return "-"
     return f"{grade['checks_passed']}/{grade['checks']}" + (" passed" if grade["passed"] else "")
@@ -274,24 +275,17 @@ def _last_grade(attempts: list[dict]) -> str:
 @class_group.command("status")
 @STATE_DIR
 def status(state_dir):
-    """Each learner's labs: attempts, the last grade, done (passed) or not."""
+    """Each learner's labs: attempts, the last grade, done (passed) or not. The trace
+    page shows the same to an admin at /class."""
     teacher = login(state_dir)
     try:
-        learners = [learner["name"] for learner in teacher.learners()]
-        attempts = teacher.attempts(everyone=True)["attempts"]
+        rows = teacher.standing()
     finally:
         teacher.close()
-    by_lab: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for attempt in attempts:  # newest first
-        by_lab[(attempt["user_name"], attempt["lab"])].append(attempt)
     table = Table("learner", "lab", "attempts", "last grade", "done")
-    for user, lab in sorted(by_lab):
-        tries = by_lab[(user, lab)]
-        done = ("passed" if any(a["passed_at"] for a in tries)
-                else "in progress" if any(a["finished_at"] is None for a in tries) else "no")
-        table.add_row(user, lab, str(len(tries)), _last_grade(tries), done)
-    for name in sorted(set(learners) - {user for user, _ in by_lab}):
-        table.add_row(name, "-", "0", "-", "no")
+    for row in rows:
+        table.add_row(row["learner"], row["lab"], str(row["attempts"]),
+                      _last_grade(row["last_grade"]), row["done"])
     Console(width=max(120, out.width), **PLAIN).print(table)
 
 

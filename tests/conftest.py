@@ -18,6 +18,7 @@ from pathlib import Path
 import loopback
 import private_services
 import pytest
+from chromium import browser  # noqa: F401 - the headless Chromium fixture, for every module
 
 from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
 from novalab.tracing.setup import Telemetry

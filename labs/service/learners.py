@@ -3,6 +3,7 @@
     POST   /v1/learners         {"learner": {"name": N, "quotas": {...}}}  201, the
                                 password once
     GET    /v1/learners         every learner: user, project, network, range
+    GET    /v1/class            where each stands: labs, attempts, last grade (:mod:`.standing`)
     DELETE /v1/learners/NAME    everything the learner's project and user own, then them
 
 The service does what the teacher's operator script would, with the cloud's
@@ -17,6 +18,7 @@ from flask import Flask, g, jsonify
 from sqlalchemy import update
 
 from novalab.labs.cloud import Cloud
+from novalab.labs.service import standing
 from novalab.labs.service.models import Attempt
 from novalab.labs.service.operator import MAX_QUOTAS, NAME, ClassOperator
 from novalab.labs.service.records import Records
@@ -41,7 +43,8 @@ CREATE = {"type": "object", "additionalProperties": False, "required": ["learner
 def _teacher() -> None:
     context = g.context
     if not context.project_id or "admin" not in context.roles:
-        raise exception.Forbidden("only an admin (the teacher) manages the class's learners")
+        raise exception.Forbidden("only an admin (the teacher) manages the class's learners "
+                                  "and sees where they stand")
 
 
 def _end_attempts(records: Records, user_id: str) -> int:
@@ -70,6 +73,12 @@ def register(app: Flask, records: Records, cloud: Cloud) -> ClassOperator:
     def list_learners():
         _teacher()
         return jsonify({"learners": operator.learners()})
+
+    @app.get("/v1/class")
+    def class_standing():
+        _teacher()
+        names = [learner["name"] for learner in operator.learners()]
+        return jsonify({"standing": standing.rows(names, records.attempts())})
 
     @app.delete("/v1/learners/<name>")
     def remove_learner(name):

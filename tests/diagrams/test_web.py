@@ -28,6 +28,8 @@ from pathlib import Path
 import httpx
 import jsonschema
 import pytest
+from chromium import js as _js
+from chromium import wait
 
 from novalab.diagrams import jaeger, web
 from novalab.diagrams.check import check
@@ -384,58 +386,11 @@ def test_up_runs_the_page_as_one_more_unit(tmp_path, monkeypatch):
 
 # -- in a real browser ----------------------------------------------------------------------------
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--window-size=1400,900")
-
-
-def _unavailable(reason: str):
-    if os.environ.get("NOVALAB_REQUIRE_SERVICES") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    """One headless Chromium for the module, driven by Debian's chromedriver."""
-    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not Path(path).exists()]
-    if missing:
-        _unavailable(f"{' and '.join(missing)} missing (Debian: apt-get install -y chromium "
-                     "chromium-driver)")
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        _unavailable("selenium is not installed (it is in the test extra: pip install -e "
-                     "'.[test]')")
-    os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must never download anything
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (*FLAGS, f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    yield driver
-    driver.quit()
-
-
 @pytest.fixture(scope="module")
 def page(store_dir):
     server = web.start(store_dir, port=0)
     yield server.url
     server.stop()
-
-
-def wait(driver, condition, timeout: float = 15):
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition)
-
-
-def _js(driver, script: str):
-    return driver.execute_script(f"return {script};")
 
 
 def test_browser_draws_every_span_as_a_bar_and_every_step_as_a_row(

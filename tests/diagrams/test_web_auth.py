@@ -12,8 +12,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from chromium import js, wait
 
 from novalab.diagrams import web, web_auth
+from novalab.labs.client import LabService
+from novalab.labs.service.build import lab_service
 from novalab.reference.common.credentials import PERSONA_PASSWORD
 from novalab.reference.deploy import seed
 from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
@@ -58,6 +61,7 @@ def two_projects(tmp_path_factory):
                         "imageRef": cloud.cirros["id"]}})
                 assert response.status_code == 202, response.text
                 servers[user] = response.json()["server"]["id"]
+            lab_service(cloud.wiring, cloud.keystone)  # the class page asks it
             cloud.wait_idle(60)
             exporter = OtlpJsonLinesExporter(Path(state) / "traces" / "serve.jsonl")
             exporter.export(telemetry.finished_spans())
@@ -250,3 +254,57 @@ def test_what_identifies_a_guest_to_the_metadata_service_is_shown_to_admins_only
                 assert source in response.text, path
             elif not sees:
                 assert source not in response.text, path
+
+
+def test_the_class_page_shows_the_teacher_where_each_learner_stands(two_projects, tmp_path):
+    """Issue 21, item 3: the admin page beside `novalab class status`. It asks the lab
+    service with the viewer's token, so a learner gets the service's own 403."""
+    cloud, page, _servers = two_projects
+    demo = LabService(cloud.identity_url, "demo", PERSONA_PASSWORD, "demo")
+    try:
+        demo.start("02-the-api", tmp_path / "work")
+        admin = _token(cloud, "admin", "admin")
+        answer = httpx.get(f"{page.url}/api/class", headers={"X-Auth-Token": admin})
+        assert answer.status_code == 200, answer.text
+        row = next(r for r in answer.json()["standing"] if r["learner"] == "demo")
+        assert row == {"learner": "demo", "lab": "02-the-api", "attempts": 1,
+                       "done": "in progress", "last_grade": None}
+        html = httpx.get(f"{page.url}/class", headers={"X-Auth-Token": admin})
+        assert html.status_code == 200 and "/static/class.js" in html.text
+        learner = httpx.get(f"{page.url}/api/class",
+                            headers={"X-Auth-Token": _token(cloud, "demo", "demo")})
+        assert learner.status_code == 403 and "admin" in learner.json()["error"]
+        assert httpx.get(f"{page.url}/api/class").status_code == 401
+    finally:
+        demo.finish("02-the-api")
+        demo.close()
+
+
+def test_a_page_without_a_login_has_no_class_page(tmp_path):
+    client = web.create_app(tmp_path).test_client()
+    for path in ("/class", "/api/class"):
+        answer = client.get(path)
+        assert answer.status_code == 404 and b"needs a login" in answer.data
+
+
+def test_a_teacher_logs_in_and_reads_the_class_in_a_browser(two_projects, browser, tmp_path):
+    """The page's own script draws the service's rows, after the login form."""
+    from selenium.webdriver.common.by import By
+
+    cloud, page, _servers = two_projects
+    demo = LabService(cloud.identity_url, "demo", PERSONA_PASSWORD, "demo")
+    try:
+        demo.start("03-messaging", tmp_path / "work")
+        browser.get(f"{page.url}/class")
+        wait(browser, lambda d: d.find_elements(By.NAME, "username"))
+        browser.find_element(By.NAME, "username").send_keys("admin")
+        browser.find_element(By.NAME, "password").send_keys(
+            cloud.config.credentials.password_for("admin"))
+        browser.find_element(By.NAME, "password").submit()
+        wait(browser, lambda d: js(d, "document.body.dataset.rows || ''") not in ("", "0"))
+        cells = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")] for tr in
+                 browser.find_elements(By.CSS_SELECTOR, "#standing tbody tr")]
+        assert ["demo", "03-messaging", "1", "–", "in progress"] in cells
+    finally:
+        demo.finish("03-messaging")
+        demo.close()

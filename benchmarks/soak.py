@@ -38,7 +38,7 @@ from pathlib import Path
 
 import libvirt
 
-from novalab.reference.ceph import rbd
+from novalab.reference.ceph import auth, rbd
 from novalab.reference.ceph.rados import Rados
 from novalab.reference.common.credentials import PERSONA_PASSWORD
 from novalab.reference.common.faults import Faults
@@ -213,8 +213,8 @@ def leftovers(cloud: EmbeddedCloud, http) -> dict[str, list[str]]:
                        params={"all_tenants": 1}, headers=headers).json()["volumes"]
     servers = http.get(f"{admin.endpoint('compute')}/servers",
                        params={"all_tenants": 1}, headers=headers).json()["servers"]
-    with Rados(cloud.urls["ceph-mon"], cloud.telemetry.tracer("soak", "soak")).connect() \
-            as rados:
+    with Rados(cloud.urls["ceph-mon"], cloud.telemetry.tracer("soak", "soak"),
+               auth=auth.of(cloud.config.state_dir)).connect() as rados:
         images = [name for name in rbd.RBD().list(rados.open_ioctx("volumes"))
                   if name.startswith("volume-")]
     # Nova names its domains instance-%08x; test:///default also holds its own "test".

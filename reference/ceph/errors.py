@@ -64,6 +64,12 @@ class TimedOut(Error):
     code = "ETIMEDOUT"
 
 
+class PermissionDenied(Error):
+    """The daemon refused this client's cephx proof (``rados.PermissionDeniedError``)."""
+
+    code = "EACCES"
+
+
 class NoSpace(Error):
     """An OSD is full (past its full ratio, ``mon_osd_full_ratio``): writes are refused,
     removals and reads are not (``rados.NoSpace``)."""
@@ -79,7 +85,7 @@ class NoUpOSD(Error):
 
 _BY_CODE = {cls.code: cls for cls in (ObjectNotFound, ObjectExists, InvalidArgumentError,
                                       NameTooLong, NotSupported, StaleMap, ConnectionFailed,
-                                      TimedOut, NoSpace, NoUpOSD)}
+                                      TimedOut, PermissionDenied, NoSpace, NoUpOSD)}
 
 
 def from_code(code: str, message: str) -> Error:

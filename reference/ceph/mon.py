@@ -35,6 +35,7 @@ from pathlib import Path
 from opentelemetry import trace
 
 from novalab.reference.ceph import errors, msgr
+from novalab.reference.ceph.auth import CephX
 from novalab.tracing import attributes as attr
 
 LOG = logging.getLogger(__name__)
@@ -50,14 +51,15 @@ class Monitor:
     """One monitor daemon (``mon.a``): the map, its file, and the msgr server."""
 
     def __init__(self, data_dir: Path, tracer: trace.Tracer, *, name: str = "a",
-                 host: str = "127.0.0.1", port: int = 0, pools=DEFAULT_POOLS):
+                 host: str = "127.0.0.1", port: int = 0, pools=DEFAULT_POOLS,
+                 auth: CephX | None = None):
         self.name = name
         self.tracer = tracer
         self.path = Path(data_dir) / f"mon.{name}" / "cluster_map.json"
         self._lock = threading.Lock()
         self._map = self._load(pools)
         self._server = msgr.Server(self, rpc_service="mon", tracer=tracer, host=host,
-                                   port=port, name=f"mon.{name}")
+                                   port=port, name=f"mon.{name}", auth=auth)
 
     @property
     def address(self) -> str:
@@ -194,10 +196,11 @@ def _osd_id(args: dict) -> int:
 class MonClient:
     """What every daemon and client uses to talk to the monitor (``MonClient`` in Ceph)."""
 
-    def __init__(self, address: str, tracer: trace.Tracer, timeout: float = 30.0):
+    def __init__(self, address: str, tracer: trace.Tracer, timeout: float = 30.0,
+                 auth: CephX | None = None):
         self.address = address
         self.connection = msgr.Connection(address, tracer, rpc_service="mon",
-                                          peer_service="ceph-mon", timeout=timeout)
+                                          peer_service="ceph-mon", timeout=timeout, auth=auth)
 
     def _call(self, op: str, **args) -> dict:
         return self.connection.call(op, args)[0]

@@ -14,6 +14,11 @@ A reply is a frame too, its header ``{"ok": true, "result": {...}}`` or
 ``{"ok": false, "error": {"code": "ENOENT", "message": ...}}`` (Ceph answers a
 negative errno; :mod:`errors` rebuilds the exception by name).
 
+Every connection to a daemon started with ``auth`` (a :class:`auth.CephX`, which
+every deployment passes) opens with cephx's proof before any op: the daemon sends
+``{"auth": "cephx", "challenge": HEX}``, the client ``{"entity", "proof"}``, the
+daemon ``{"ok": true}`` or an ``EACCES`` error and the end of the connection.
+
 Tracing: there is no OpenTelemetry instrumentation for a protocol of our own
 (nor for Ceph's messenger), so this module makes the spans by hand, following
 the RPC conventions: the caller's :class:`Connection` a CLIENT span per op, with
@@ -25,6 +30,7 @@ are named ``ceph.<service>/<op>`` (``ceph.osd/read``), with ``rpc.system=ceph``,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import socket
@@ -34,6 +40,7 @@ import threading
 
 from opentelemetry import trace
 
+from novalab.reference.ceph import auth as cephx
 from novalab.reference.ceph import errors
 from novalab.tracing import attributes as attr
 from novalab.tracing import propagation
@@ -118,6 +125,8 @@ class _FrameHandler(socketserver.BaseRequestHandler):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         owner._track(sock)
         try:
+            if owner.auth is not None and not owner.authenticate(sock, self.client_address):
+                return
             while True:
                 try:
                     frame = read_frame(sock)
@@ -144,8 +153,10 @@ class Server:
     """
 
     def __init__(self, handler, *, rpc_service: str, tracer: trace.Tracer,
-                 host: str = "127.0.0.1", port: int = 0, name: str | None = None):
+                 host: str = "127.0.0.1", port: int = 0, name: str | None = None,
+                 auth: cephx.CephX | None = None):
         self.handler = handler
+        self.auth = auth  # None: ``auth_cluster_required = none``, for msgr's own tests
         self.rpc_service = rpc_service
         self.tracer = tracer
         self.name = name or f"{RPC_SYSTEM}-{rpc_service}"
@@ -195,6 +206,26 @@ class Server:
     def _untrack(self, sock: socket.socket) -> None:
         with self._lock:
             self._connections.discard(sock)
+
+    def authenticate(self, sock: socket.socket, peer) -> bool:
+        """Challenge the client; answer and close if its proof is not the key's."""
+        challenge = cephx.challenge()
+        try:
+            sock.sendall(encode_frame({"auth": "cephx", "challenge": challenge.hex()}))
+            frame = read_frame(sock)
+        except (OSError, ValueError):
+            return False
+        header = frame[0] if frame else {}
+        if self.auth.accepts(header.get("entity"), challenge, header.get("proof")):
+            sock.sendall(encode_frame({"ok": True}))
+            return True
+        LOG.warning("%s: refused a client at %s without the cluster's key", self.name, peer)
+        with contextlib.suppress(OSError):
+            sock.sendall(encode_frame({"ok": False, "error": {
+                "code": errors.PermissionDenied.code,
+                "message": f"{self.name} refused the client's cephx proof: it needs the "
+                           "cluster's keyring"}}))
+        return False
 
     def dispatch(self, header: dict, payload: bytes, peer=None) -> bytes:
         """Run one op in a SERVER span and return the encoded reply frame."""
@@ -260,8 +291,9 @@ class Connection:
     """
 
     def __init__(self, address: str, tracer: trace.Tracer, *, rpc_service: str,
-                 peer_service: str, timeout: float = 30.0):
+                 peer_service: str, timeout: float = 30.0, auth: cephx.CephX | None = None):
         self.address = address
+        self.auth = auth
         self.host, self.port = split_address(address)
         self.tracer = tracer
         self.rpc_service = rpc_service
@@ -304,11 +336,18 @@ class Connection:
                     reply = read_frame(self._sock)
                     if reply is None:
                         raise ConnectionError("connection closed by the peer")
+                    if "auth" in reply[0]:  # a challenge: this client was made without a key
+                        raise errors.PermissionDenied(
+                            f"{self.peer_service} at {self.address} asks for cephx, and "
+                            "this client holds no key of the cluster's keyring")
                     return reply
                 except TimeoutError as exc:
                     self._close_socket()
                     raise errors.TimedOut(f"no reply from {self.peer_service} at "
                                           f"{self.address} in {self.timeout:g} s") from exc
+                except errors.PermissionDenied:
+                    self._close_socket()
+                    raise
                 except (OSError, ValueError) as exc:
                     self._close_socket()
                     if fresh:
@@ -327,7 +366,33 @@ class Connection:
                 f"{exc.strerror or exc}") from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(self.timeout)
+        try:
+            self._prove(sock)
+        except errors.PermissionDenied:
+            sock.close()
+            raise
+        except (OSError, ValueError) as exc:
+            sock.close()
+            raise errors.ConnectionFailed(f"{self.peer_service} at {self.address}: the cephx "
+                                          f"handshake failed: {exc}") from exc
         return sock
+
+    def _prove(self, sock: socket.socket) -> None:
+        """Answer the daemon's cephx challenge (a daemon without auth sends none)."""
+        if self.auth is None:
+            return
+        frame = read_frame(sock)
+        challenge = (frame or ({}, b""))[0].get("challenge")
+        if not isinstance(challenge, str):
+            raise ConnectionError(f"{self.peer_service} sent no cephx challenge")
+        proof = self.auth.proof(bytes.fromhex(challenge))
+        sock.sendall(encode_frame({"entity": self.auth.entity, "proof": proof}))
+        verdict = (read_frame(sock) or ({}, b""))[0]
+        if not verdict.get("ok"):
+            raise errors.PermissionDenied(
+                f"{self.peer_service} at {self.address} refused {self.auth.entity}'s key: "
+                f"is this host's keyring ({cephx.ENV_FILE} or STATE_DIR/ceph/keyring) "
+                "the cluster's?")
 
     def _close_socket(self) -> None:
         if self._sock is not None:
@@ -345,8 +410,9 @@ class ConnectionPool:
     """A client's connections, one per daemon address."""
 
     def __init__(self, tracer: trace.Tracer, *, rpc_service: str, peer_service: str,
-                 timeout: float = 30.0):
+                 timeout: float = 30.0, auth: cephx.CephX | None = None):
         self.tracer = tracer
+        self.auth = auth
         self.rpc_service = rpc_service
         self.peer_service = peer_service
         self.timeout = timeout
@@ -358,7 +424,8 @@ class ConnectionPool:
             connection = self._connections.get(address)
             if connection is None:
                 connection = Connection(address, self.tracer, rpc_service=self.rpc_service,
-                                        peer_service=self.peer_service, timeout=self.timeout)
+                                        peer_service=self.peer_service, timeout=self.timeout,
+                                        auth=self.auth)
                 self._connections[address] = connection
             return connection
 

@@ -52,6 +52,7 @@ from urllib.parse import quote, unquote
 from opentelemetry import trace
 
 from novalab.reference.ceph import crush, errors, msgr
+from novalab.reference.ceph.auth import CephX
 from novalab.reference.ceph.mon import MonClient
 from novalab.reference.common.diskspace import Reserve
 from novalab.tracing import attributes as attr
@@ -219,7 +220,8 @@ class OSD:
 
     def __init__(self, osd_id: int, data_dir: Path, mon_address: str, tracer: trace.Tracer, *,
                  host: str = "127.0.0.1", port: int = 0, weight: float = 1.0,
-                 timeout: float = 30.0, reserve: Reserve | None = None):
+                 timeout: float = 30.0, reserve: Reserve | None = None,
+                 auth: CephX | None = None):
         self.id = osd_id
         self.name = f"osd.{osd_id}"
         self.tracer = tracer
@@ -227,15 +229,15 @@ class OSD:
         self.root = Path(data_dir) / self.name
         self.store = FileStore(self.root)
         self.reserve = reserve or Reserve()  # what the disk keeps free (the full ratio)
-        self.mon = MonClient(mon_address, tracer, timeout=timeout)
+        self.mon = MonClient(mon_address, tracer, timeout=timeout, auth=auth)
         self.peers = msgr.ConnectionPool(tracer, rpc_service="osd", peer_service="ceph-osd",
-                                         timeout=timeout)
+                                         timeout=timeout, auth=auth)
         self._map: dict = {"epoch": 0, "osds": [], "pools": []}
         self._map_lock = threading.Lock()
         self._pg_locks: dict[tuple[int, int], threading.Lock] = {}
         self._pg_locks_lock = threading.Lock()
         self._server = msgr.Server(self, rpc_service="osd", tracer=tracer, host=host,
-                                   port=port, name=self.name)
+                                   port=port, name=self.name, auth=auth)
 
     @property
     def address(self) -> str:

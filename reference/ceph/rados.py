@@ -24,6 +24,7 @@ import threading
 from opentelemetry import trace
 
 from novalab.reference.ceph import crush, errors, msgr
+from novalab.reference.ceph.auth import CephX
 from novalab.reference.ceph.errors import (  # noqa: F401 (librados names)
     Error,
     InvalidArgumentError,
@@ -37,12 +38,14 @@ from novalab.tracing import attributes as attr
 class Rados:
     """A connection to one cluster through its monitor at ``mon_address`` (host:port)."""
 
-    def __init__(self, mon_address: str, tracer: trace.Tracer, *, timeout: float = 30.0):
+    def __init__(self, mon_address: str, tracer: trace.Tracer, *, timeout: float = 30.0,
+                 auth: CephX | None = None):
         self.mon_address = mon_address
         self.tracer = tracer
-        self.mon = MonClient(mon_address, tracer, timeout=timeout)
+        self.auth = auth  # the keyring's key (auth.of), which the deployment's daemons ask
+        self.mon = MonClient(mon_address, tracer, timeout=timeout, auth=auth)
         self._osds = msgr.ConnectionPool(tracer, rpc_service="osd",
-                                         peer_service="ceph-osd", timeout=timeout)
+                                         peer_service="ceph-osd", timeout=timeout, auth=auth)
         self._map: dict | None = None
         self._lock = threading.Lock()
 

@@ -17,11 +17,19 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass, field
 
+from novalab.reference.ceph import auth
 from novalab.reference.ceph import rgw as rgw_api
+from novalab.reference.ceph.auth import CephX
 from novalab.reference.ceph.mon import Monitor
 from novalab.reference.ceph.osd import OSD
 from novalab.reference.ceph.rados import Rados
 from novalab.reference.common.wiring import Wiring
+
+
+def cluster_key(w: Wiring, create: bool = False) -> CephX:
+    """The deployment's cephx key: the monitor's first start makes it (auth.py); every
+    other daemon and client reads it, and a host without it is told which file to copy."""
+    return auth.of(w.config.state_dir, create=create)
 
 
 def _data_dir(w: Wiring):
@@ -32,7 +40,7 @@ def _data_dir(w: Wiring):
 
 def ceph_mon(w: Wiring) -> Monitor:
     mon = Monitor(_data_dir(w), w.tracer("ceph-mon"), host=w.config.bind_host,
-                  port=w.config.ports.get("ceph-mon", 0)).start()
+                  port=w.config.ports.get("ceph-mon", 0), auth=cluster_key(w, create=True)).start()
     w.urls["ceph-mon"] = mon.address
     w.on_stop(mon.stop)
     return mon
@@ -43,7 +51,7 @@ def ceph_osd(w: Wiring, osd_id: int) -> OSD:
     osd = OSD(osd_id, _data_dir(w), w.urls["ceph-mon"],
               w.tracer("ceph-osd", host=f"osd.{osd_id}"), host=w.config.bind_host,
               port=w.config.ports.get(f"ceph-osd.{osd_id}", 0),
-              reserve=w.config.disk_reserve).start()
+              reserve=w.config.disk_reserve, auth=cluster_key(w)).start()
     w.on_stop(osd.stop)
     return osd
 
@@ -51,7 +59,7 @@ def ceph_osd(w: Wiring, osd_id: int) -> OSD:
 def ceph_rgw(w: Wiring) -> rgw_api.Gateway:
     """The gateway; needs keystone running (it validates tokens as user ``swift``)."""
     service = "ceph-rgw"
-    rados = Rados(w.urls["ceph-mon"], w.tracer(service)).connect()
+    rados = Rados(w.urls["ceph-mon"], w.tracer(service), auth=cluster_key(w)).connect()
     w.on_stop(rados.shutdown)
     gateway = rgw_api.Gateway(rados, w.tracer(service)).start()
     gateway.faults = w.faults  # image-checksum

@@ -10,6 +10,7 @@ in keystone's catalog: deployment does (``volumev3`` and ``block-storage``,
 
 from __future__ import annotations
 
+from novalab.reference.ceph.service import cluster_key
 from novalab.reference.cinder.api.app import create_app
 from novalab.reference.cinder.db import models as _models  # noqa: F401 (tables)
 from novalab.reference.cinder.image.glance import GlanceImageService
@@ -38,7 +39,8 @@ def cinder_volume(w: Wiring, host: str = "cinder-volume-1") -> VolumeManager:
     """One backend: the RBD driver on pool ``volumes``, serving ``cinder-volume.<host>@ceph``."""
     service = "cinder-volume"
     tracer = w.tracer(service, host)
-    driver = RBDDriver(w.urls["ceph-mon"], tracer, pool=POOL, backend_name=BACKEND)
+    driver = RBDDriver(w.urls["ceph-mon"], tracer, pool=POOL, backend_name=BACKEND,
+                       auth=cluster_key(w))
     manager = VolumeManager(f"{host}@{BACKEND}", driver, w.database(service),
                             GlanceImageService(w.urls["glance"], w.http(service, host), tracer),
                             tracer)

@@ -33,7 +33,9 @@ class CephEnv:
                                                         "roles": ["service"]})
                     deploy_services.BUILDERS["keystone"](self.w)
             self.cluster = service.start_cluster(self.w, osds=osds, rgw=rgw)
-            self.rados = Rados(self.w.urls["ceph-mon"], self.w.tracer("novalab-client")).connect()
+            self.key = service.cluster_key(self.w)  # the keyring the monitor made
+            self.rados = Rados(self.w.urls["ceph-mon"], self.w.tracer("novalab-client"),
+                               auth=self.key).connect()
         except BaseException:
             self.close()
             raise

@@ -133,7 +133,7 @@ def test_a_non_primary_osd_refuses_with_estale(ceph):
     placement = crush.locate(cluster_map, "volumes", oid)
     replica = placement.replicas[0]
     conn = msgr.Connection(crush.osd_address(cluster_map, replica), ceph.w.tracer("test"),
-                           rpc_service="osd", peer_service="ceph-osd")
+                           rpc_service="osd", peer_service="ceph-osd", auth=ceph.key)
     try:
         with pytest.raises(errors.StaleMap, match=f"not the primary of pg {placement.pgid}"):
             conn.call("read", {"pool": "volumes", "oid": oid, "epoch": cluster_map["epoch"]})
@@ -189,10 +189,10 @@ def test_a_stopped_osd_is_marked_down_and_its_data_served_by_the_replica(fresh_c
 
     # Restart osd.0 on the same data directory: it boots (a new port) and is primary again.
     restarted = OSD(0, env.data_dir, env.w.urls["ceph-mon"],
-                    env.w.tracer("ceph-osd", host="osd.0")).start()
+                    env.w.tracer("ceph-osd", host="osd.0"), auth=env.key).start()
     env.w.on_stop(restarted.stop)
     assert restarted.address != victim.address
-    other = Rados(env.w.urls["ceph-mon"], env.w.tracer("other-client")).connect()
+    other = Rados(env.w.urls["ceph-mon"], env.w.tracer("other-client"), auth=env.key).connect()
     try:
         ioctx = other.open_ioctx("volumes")
         for oid in mine:
@@ -240,7 +240,7 @@ def test_an_osd_refuses_a_data_dir_of_another_cluster(fresh_ceph, tmp_path):
     osd_dir.mkdir(parents=True)
     (osd_dir / "ceph_fsid").write_text(str(uuid.uuid4()))
     stranger = OSD(7, tmp_path / "elsewhere", fresh_ceph.w.urls["ceph-mon"],
-                   fresh_ceph.w.tracer("ceph-osd", host="osd.7"))
+                   fresh_ceph.w.tracer("ceph-osd", host="osd.7"), auth=fresh_ceph.key)
     with pytest.raises(errors.InvalidArgumentError, match="made with ceph_fsid"):
         stranger.start()
     assert 7 not in [o["id"] for o in fresh_ceph.rados.refresh_map()["osds"]]
@@ -249,7 +249,7 @@ def test_an_osd_refuses_a_data_dir_of_another_cluster(fresh_ceph, tmp_path):
 def test_a_pool_created_by_another_client_is_found_with_a_fresh_map(ceph):
     pool = f"late-{uuid.uuid4().hex[:6]}"
     ceph.rados.refresh_map()
-    other = Rados(ceph.w.urls["ceph-mon"], ceph.w.tracer("other-client")).connect()
+    other = Rados(ceph.w.urls["ceph-mon"], ceph.w.tracer("other-client"), auth=ceph.key).connect()
     try:
         other.create_pool(pool, pg_num=4)
     finally:

@@ -27,7 +27,7 @@ def one(spans, name, kind, service=None):
 
 def test_a_rados_read_is_a_client_span_of_the_caller_and_a_server_span_of_the_osd(ceph):
     tracer = ceph.w.tracer("nova-compute", host="compute-1")
-    client = Rados(ceph.w.urls["ceph-mon"], tracer)
+    client = Rados(ceph.w.urls["ceph-mon"], tracer, auth=ceph.key)
     try:
         with tracer.start_as_current_span("caller") as root:
             io = client.connect().open_ioctx("volumes")

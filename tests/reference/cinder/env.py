@@ -100,7 +100,8 @@ class CinderEnv:
             services.register_endpoints(self.keystone, self.w.urls)
             self.keystone.register_endpoint("volumev3", "cinderv3",
                                             f"{self.w.urls['cinder']}/v3/$(project_id)s")
-            self.rados = Rados(self.w.urls["ceph-mon"], self.w.tracer("test-client")).connect()
+            self.rados = Rados(self.w.urls["ceph-mon"], self.w.tracer("test-client"),
+                               auth=ceph_service.cluster_key(self.w)).connect()
         except BaseException:
             self.close()
             raise

@@ -215,6 +215,8 @@ def cloud():
             if host != "controller":
                 StateDir(dirs[host]).make()
                 shutil.copy2(dirs["controller"] / "credentials.json", dirs[host])
+                (dirs[host] / "ceph").mkdir(mode=0o700, exist_ok=True)
+                shutil.copy2(dirs["controller"] / "ceph" / "keyring", dirs[host] / "ceph")
         computes = {host: _compute(hosts, host, dirs[host], mq, pg)
                     for host in ("compute-1", "compute-2")}
         stack.callback(_stop, list(computes.values()))

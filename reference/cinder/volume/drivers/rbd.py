@@ -26,6 +26,7 @@ import logging
 
 from novalab.reference.ceph import errors as rados_errors
 from novalab.reference.ceph import rbd
+from novalab.reference.ceph.auth import CephX
 from novalab.reference.ceph.rados import Rados
 from novalab.reference.cinder import exception
 from novalab.tracing.spans import upstream
@@ -45,7 +46,8 @@ class RADOSClient:
         self.ioctx = None
 
     def __enter__(self) -> RADOSClient:
-        self.cluster = Rados(self.driver.mon_address, self.driver.tracer)
+        self.cluster = Rados(self.driver.mon_address, self.driver.tracer,
+                             auth=self.driver.auth)
         try:
             self.cluster.connect()
             self.ioctx = self.cluster.open_ioctx(self.driver.pool)
@@ -66,8 +68,10 @@ class RBDDriver:
     storage_protocol = "ceph"
 
     def __init__(self, mon_address: str, tracer, *, pool: str = "volumes",
-                 cluster_name: str = "ceph", backend_name: str = "ceph"):
+                 cluster_name: str = "ceph", backend_name: str = "ceph",
+                 auth: CephX | None = None):
         self.mon_address = mon_address
+        self.auth = auth  # rbd_user's key, from the keyring (upstream: rbd_keyring_conf)
         self.tracer = tracer
         self.pool = pool
         self.cluster_name = cluster_name

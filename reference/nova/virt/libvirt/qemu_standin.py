@@ -21,11 +21,14 @@ Each carries ``novalab.stand_in``: no real QEMU ran.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 
 from opentelemetry import trace
 
+from novalab.reference.ceph.auth import CephX
 from novalab.reference.ceph.rados import Rados
 from novalab.reference.ceph.rbd import Image
+from novalab.reference.ceph.service import cluster_key
 from novalab.tracing import attributes as attr
 
 # The service.name of the hypervisor's spans: the QEMU/KVM process libvirt starts for a guest.
@@ -55,14 +58,17 @@ class QemuRbdStandIn:
     the hypervisor's own.
     """
 
-    def __init__(self, tracer):
+    def __init__(self, tracer, key: Callable[[], CephX] | None = None):
         self.tracer = tracer
+        # The key libvirt's ceph secret holds for QEMU (auth.py), read when a disk opens:
+        # a host whose guests have no rbd disk needs no keyring.
+        self.key = key
 
     @classmethod
     def on_host(cls, w, host: str) -> QemuRbdStandIn:
         """The stand-in of ``host``'s hypervisor, traced as ``qemu-kvm`` on that host through
         the deployment's telemetry (``w.tracer``, one provider per service and host)."""
-        return cls(w.tracer(SERVICE, host))
+        return cls(w.tracer(SERVICE, host), lambda: cluster_key(w))
 
     def __call__(self, domain) -> None:
         for disk in rbd_disks(domain.XMLDesc(0)):
@@ -75,7 +81,8 @@ class QemuRbdStandIn:
                             attr.CEPH_POOL: disk["pool"], attr.CEPH_OBJECT: disk["image"],
                             attr.CODE_FUNCTION_NAME: "qemu.block.rbd.qemu_rbd_open",
                             attr.CODE_FILE_PATH: "block/rbd.c"}):
-            rados = Rados(disk["monitors"][0], self.tracer).connect()  # the cluster map
+            auth = self.key() if self.key else None
+            rados = Rados(disk["monitors"][0], self.tracer, auth=auth).connect()
             try:
                 with Image(rados.open_ioctx(disk["pool"]), disk["image"]) as image:
                     image.size()  # the header, from its OSD

@@ -6,6 +6,7 @@ import socket
 
 import pytest
 
+from novalab.reference.ceph import auth
 from novalab.reference.ceph.errors import ConnectionFailed
 from novalab.reference.common.wiring import CloudConfig, Wiring
 from novalab.reference.nova.virt.libvirt.qemu_standin import QemuRbdStandIn, rbd_disks
@@ -22,6 +23,7 @@ def test_its_spans_are_the_hypervisors_of_its_host(tmp_path):
     """Its own span and its librados calls carry service.name qemu-kvm and the compute
     host's name (no monitor listens here, so the open fails as QEMU's would)."""
     telemetry = Telemetry(memory=True, otlp=False)
+    auth.of(tmp_path, create=True)  # the host holds the cluster's keyring
     standin = QemuRbdStandIn.on_host(Wiring(CloudConfig(state_dir=tmp_path), telemetry),
                                      "compute-1")
     disk = {"pool": "volumes", "image": "volume-1", "target": "vdb",

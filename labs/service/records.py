@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, func, select
 
 from novalab.labs.service.models import Attempt, Grade, LabBase
-from novalab.reference.common.db import Database, utcnow
+from novalab.reference.common.db import Database, in_chunks, utcnow
 
 GRADES_KEPT = 20  # per attempt: enough to see progress, bounded whatever a learner loops
 
@@ -123,10 +123,9 @@ class Records:
         """The newest grade of each attempt, in one query (a class's status lists every
         learner's attempts: one query each would be hundreds)."""
         last: dict[int, Grade] = {}
-        for chunk in range(0, len(attempt_ids), 500):  # bounded IN lists
-            for grade in session.scalars(select(Grade).where(
-                    Grade.attempt_id.in_(attempt_ids[chunk:chunk + 500]))
-                    .order_by(Grade.id.desc())):
+        for chunk in in_chunks(attempt_ids):
+            for grade in session.scalars(select(Grade).where(Grade.attempt_id.in_(chunk))
+                                         .order_by(Grade.id.desc())):
                 last.setdefault(grade.attempt_id, grade)
         return last
 

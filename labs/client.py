@@ -134,9 +134,10 @@ class LabService:
         return self._call("PUT", f"/labs/{lab}/attempts/current/answers/{key}",
                           {"answer": value})["attempt"]
 
-    def grade(self, lab: str, files: dict[str, str]) -> dict:
+    def grade(self, lab: str, files: dict[str, str], operator_token: str | None = None) -> dict:
+        headers = {OPERATOR_HEADER: operator_token} if operator_token else {}
         return self._call("POST", f"/labs/{lab}/attempts/current/grade",
-                          {"files": files})["grade"]
+                          {"files": files}, headers=headers)["grade"]
 
     def finish(self, lab: str) -> dict:
         return self._call("POST", f"/labs/{lab}/attempts/current/finish", {})

@@ -384,10 +384,14 @@ def lab_grade(name, watch, interval):
     cloud = _current_cloud(clouds)
     user = _learner(cloud)[0]
     service = _service(cloud)
+    try:
+        operator = _operator_token(lab, cloud, service) if cloud.state_dir else None
+    except ServiceError as exc:
+        _fail(str(exc))
     while True:
         try:
             files = artifacts(lab, user, _workdir(clouds, lab))
-            result = service.grade(lab.name, files)
+            result = service.grade(lab.name, files, operator)
         except ServiceError as exc:
             _fail(str(exc))
         checks = result["checks"]

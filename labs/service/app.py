@@ -10,8 +10,9 @@
 
 A lab that operates the cloud (``[cloud] operates`` in its lab.toml: it reads the
 cloud's files or changes its configuration) starts only for an admin, or with an
-admin's token in ``X-Operator-Token`` beside the learner's: the cloud's owner can
-get one (``novalab credentials``), a classmate on a shared cloud cannot.
+admin's token in ``X-Operator-Token`` beside the learner's (on its start and its
+grades): the cloud's owner can log in as its admin (``credentials.json``), a
+classmate on a shared cloud cannot.
 
 Errors are keystone-shaped (``{"error": {"code", "message", "title"}}``); every
 body is validated; a learner reaches only their own attempts.
@@ -94,9 +95,10 @@ def create_app(records: Records, runner: Runner, auth: AuthProtocol,
         return attempt
 
     def require_operator(lab, who: Learner) -> None:
-        """Lab 04 points the scheduler's filter_dirs at the learner's folder (code run as
-        the cloud's OS user), labs 09 and 16 use the metadata secret: only whoever runs
-        the cloud may start such a lab, whatever the learner's client says."""
+        """Lab 04 points the scheduler's filter_dirs at the learner's folder and its
+        checks import the learner's filter (code run as the cloud's OS user); 06 and 08
+        read the state dir, 10 stops services, 13 acts as admin. Only whoever runs the
+        cloud may start or grade such a lab, whatever the learner's client says."""
         if not lab.operates or who.is_admin:
             return
         token = request.headers.get(OPERATOR_HEADER, "")
@@ -170,6 +172,7 @@ def create_app(records: Records, runner: Runner, auth: AuthProtocol,
     def grade(name):
         lab, who = lab_named(name), learner()
         files = json_body()["files"]
+        require_operator(lab, who)  # lab 04's checks import the learner's filter file
         with one_at_a_time(who):
             attempt = current(lab, who)
             results = runner.grade(lab, who, g.context.auth_token, attempt, files)

@@ -32,6 +32,7 @@ import hashlib
 import hmac
 import os
 import secrets
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +57,7 @@ class CephX:
 
     def accepts(self, entity: object, challenge: bytes, proof: object) -> bool:
         """Whether ``proof`` shows that its sender holds this entity's key."""
-        return (entity == self.entity and isinstance(proof, str)
+        return (entity == self.entity and isinstance(proof, str) and proof.isascii()
                 and hmac.compare_digest(proof, self.proof(challenge)))
 
 
@@ -75,18 +76,20 @@ def _render(entity: str, key: bytes) -> str:
 
 def _parse(path: Path) -> CephX:
     parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(path.read_text(), source=str(path))
-    if not parser.has_option(ENTITY, "key"):
-        raise MissingKeyring(f"{path} holds no key for {ENTITY}")
-    return CephX(ENTITY, base64.b64decode(parser.get(ENTITY, "key")))
+    try:
+        parser.read_string(path.read_text(), source=str(path))
+        key = base64.b64decode(parser.get(ENTITY, "key"), validate=True)
+    except (configparser.Error, ValueError) as exc:
+        raise MissingKeyring(f"{path} holds no readable key for {ENTITY}: {exc}") from exc
+    return CephX(ENTITY, key)
 
 
 def _create(path: Path) -> None:
     """Write a new keyring unless one is there: link(2) of a whole file, so the
     processes of `up` that start together all read the one that won."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
+    tmp = Path(name)
     with os.fdopen(fd, "w") as out:
         out.write(_render(ENTITY, secrets.token_bytes(KEY_BYTES)))
     try:

@@ -52,7 +52,7 @@ class Monitor:
 
     def __init__(self, data_dir: Path, tracer: trace.Tracer, *, name: str = "a",
                  host: str = "127.0.0.1", port: int = 0, pools=DEFAULT_POOLS,
-                 auth: CephX | None = None):
+                 auth: CephX | None):
         self.name = name
         self.tracer = tracer
         self.path = Path(data_dir) / f"mon.{name}" / "cluster_map.json"

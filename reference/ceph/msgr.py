@@ -51,6 +51,12 @@ _HEADER_LEN = struct.Struct(">I")
 _PAYLOAD_LEN = struct.Struct(">Q")
 MAX_HEADER = 1 << 20
 MAX_PAYLOAD = 256 << 20
+# Before a client has proved it holds the key, a frame is a small header and no payload,
+# answered within a few seconds, and only so many such clients wait at once: a stranger
+# can make a daemon hold neither memory nor threads.
+HANDSHAKE_HEADER = 4096
+HANDSHAKE_TIMEOUT = 5.0
+MAX_HANDSHAKES = 64
 
 # Span vocabulary (tracing/attributes.py): rpc.*, peer.service, server.*,
 # network.peer.* and error.type are OpenTelemetry names; ceph.* are novalab's own (no
@@ -91,17 +97,18 @@ def _recv_exact(sock: socket.socket, size: int, *, eof_ok: bool = False) -> byte
     return bytes(buffer)
 
 
-def read_frame(sock: socket.socket) -> tuple[dict, bytes] | None:
+def read_frame(sock: socket.socket, max_header: int = MAX_HEADER,
+               max_payload: int = MAX_PAYLOAD) -> tuple[dict, bytes] | None:
     """The next ``(header, payload)``; None if the peer closed cleanly between frames."""
     raw = _recv_exact(sock, _HEADER_LEN.size, eof_ok=True)
     if raw is None:
         return None
     (head_len,) = _HEADER_LEN.unpack(raw)
-    if head_len > MAX_HEADER:
+    if head_len > max_header:
         raise ConnectionError(f"frame header of {head_len} bytes is too large")
     header = json.loads(_recv_exact(sock, head_len))
     (payload_len,) = _PAYLOAD_LEN.unpack(_recv_exact(sock, _PAYLOAD_LEN.size))
-    if payload_len > MAX_PAYLOAD:
+    if payload_len > max_payload:
         raise ConnectionError(f"frame payload of {payload_len} bytes is too large")
     payload = _recv_exact(sock, payload_len) if payload_len else b""
     if not isinstance(header, dict):
@@ -154,9 +161,11 @@ class Server:
 
     def __init__(self, handler, *, rpc_service: str, tracer: trace.Tracer,
                  host: str = "127.0.0.1", port: int = 0, name: str | None = None,
-                 auth: cephx.CephX | None = None):
+                 auth: cephx.CephX | None):
         self.handler = handler
-        self.auth = auth  # None: ``auth_cluster_required = none``, for msgr's own tests
+        # Required, so no daemon is left open by a builder that forgot it; None is
+        # Ceph's ``auth_cluster_required = none``, which only msgr's own tests use.
+        self.auth = auth
         self.rpc_service = rpc_service
         self.tracer = tracer
         self.name = name or f"{RPC_SYSTEM}-{rpc_service}"
@@ -169,6 +178,7 @@ class Server:
         self.host, self.port = self._server.server_address[:2]
         self._connections: set[socket.socket] = set()
         self._lock = threading.Lock()
+        self._handshakes = threading.BoundedSemaphore(MAX_HANDSHAKES)
         # A daemon stops within one poll: 50 ms, not socketserver's 0.5 s, as a cloud
         # stops its OSDs one after another (a cluster has four such loops, a few us a poll).
         self._thread = threading.Thread(target=self._server.serve_forever,
@@ -208,17 +218,27 @@ class Server:
             self._connections.discard(sock)
 
     def authenticate(self, sock: socket.socket, peer) -> bool:
-        """Challenge the client; answer and close if its proof is not the key's."""
+        """Challenge the client; answer and close if its proof is not the key's.
+
+        Until it has proved itself, a client gets a small frame, a few seconds and one
+        of :data:`MAX_HANDSHAKES` places: anything else ends the connection."""
+        if not self._handshakes.acquire(blocking=False):
+            return False
         challenge = cephx.challenge()
         try:
+            sock.settimeout(HANDSHAKE_TIMEOUT)
             sock.sendall(encode_frame({"auth": "cephx", "challenge": challenge.hex()}))
-            frame = read_frame(sock)
-        except (OSError, ValueError):
+            frame = read_frame(sock, max_header=HANDSHAKE_HEADER, max_payload=0)
+            header = frame[0] if frame else {}
+            if self.auth.accepts(header.get("entity"), challenge, header.get("proof")):
+                sock.settimeout(None)
+                sock.sendall(encode_frame({"ok": True}))
+                return True
+        except Exception as exc:  # noqa: BLE001 - whatever a stranger sends ends here
+            LOG.debug("%s: handshake with %s failed: %s", self.name, peer, exc)
             return False
-        header = frame[0] if frame else {}
-        if self.auth.accepts(header.get("entity"), challenge, header.get("proof")):
-            sock.sendall(encode_frame({"ok": True}))
-            return True
+        finally:
+            self._handshakes.release()
         LOG.warning("%s: refused a client at %s without the cluster's key", self.name, peer)
         with contextlib.suppress(OSError):
             sock.sendall(encode_frame({"ok": False, "error": {
@@ -378,16 +398,24 @@ class Connection:
         return sock
 
     def _prove(self, sock: socket.socket) -> None:
-        """Answer the daemon's cephx challenge (a daemon without auth sends none)."""
+        """Answer the daemon's cephx challenge. A daemon without auth sends none: after
+        :data:`HANDSHAKE_TIMEOUT` that is a ConnectionFailed that says so."""
         if self.auth is None:
             return
-        frame = read_frame(sock)
+        sock.settimeout(min(self.timeout, HANDSHAKE_TIMEOUT))
+        try:
+            frame = read_frame(sock, max_header=HANDSHAKE_HEADER, max_payload=0)
+        except TimeoutError as exc:
+            raise ConnectionError("it sent no cephx challenge: does it run without "
+                                  "auth?") from exc
         challenge = (frame or ({}, b""))[0].get("challenge")
         if not isinstance(challenge, str):
             raise ConnectionError(f"{self.peer_service} sent no cephx challenge")
         proof = self.auth.proof(bytes.fromhex(challenge))
         sock.sendall(encode_frame({"entity": self.auth.entity, "proof": proof}))
-        verdict = (read_frame(sock) or ({}, b""))[0]
+        verdict = (read_frame(sock, max_header=HANDSHAKE_HEADER, max_payload=0)
+                   or ({}, b""))[0]
+        sock.settimeout(self.timeout)
         if not verdict.get("ok"):
             raise errors.PermissionDenied(
                 f"{self.peer_service} at {self.address} refused {self.auth.entity}'s key: "

@@ -221,7 +221,7 @@ class OSD:
     def __init__(self, osd_id: int, data_dir: Path, mon_address: str, tracer: trace.Tracer, *,
                  host: str = "127.0.0.1", port: int = 0, weight: float = 1.0,
                  timeout: float = 30.0, reserve: Reserve | None = None,
-                 auth: CephX | None = None):
+                 auth: CephX | None):
         self.id = osd_id
         self.name = f"osd.{osd_id}"
         self.tracer = tracer

@@ -122,6 +122,12 @@ def test_a_lab_that_operates_the_cloud_starts_only_for_its_operator(cloud, demo,
         attempt = demo.start("04-scheduling", tmp_path / "mine", operator_token=admin.token)
         assert attempt["user_name"] == "demo"
         assert str((tmp_path / "mine").absolute()) in _nova_conf(cloud)
+        # Its checks import the learner's filter file: grading needs the operator too.
+        for token in (None, "not-a-token", demo.token):
+            with pytest.raises(ServiceError) as ungraded:
+                demo.grade("04-scheduling", {}, operator_token=token)
+            assert ungraded.value.status == 403
+        assert demo.grade("04-scheduling", {}, operator_token=admin.token)["checks"]
         demo.finish("04-scheduling")
         assert str(tmp_path / "mine") not in _nova_conf(cloud)
     finally:
@@ -201,3 +207,18 @@ def test_an_answer_from_an_earlier_attempt_does_not_count(cloud, demo):
     demo.answer(lab, "bad-request", _bad_create(cloud, demo))
     assert _check(demo.grade(lab, {}), check)["passed"]
     demo.finish(lab)
+
+
+def test_where_the_class_stands_is_the_teachers_alone(cloud, demo, alt):
+    demo.start("03-messaging", cloud.config.state_dir / "demo-work")
+    try:
+        with pytest.raises(ServiceError) as refused:
+            demo._call("GET", "/class")
+        assert refused.value.status == 403 and "admin" in str(refused.value)
+        admin = _session(cloud, "admin")
+        rows = admin._call("GET", "/class")["standing"]
+        admin.close()
+        mine = [r for r in rows if r["learner"] == "demo" and r["lab"] == "03-messaging"]
+        assert mine and mine[0]["done"] == "in progress"
+    finally:
+        demo.finish("03-messaging")

@@ -9,7 +9,9 @@ answers with the keyring's key (reference/ceph/auth.py).
 from __future__ import annotations
 
 import os
+import socket
 import stat
+import struct
 
 import pytest
 
@@ -84,3 +86,37 @@ def test_a_host_without_the_keyring_says_which_file_to_copy(tmp_path, monkeypatc
     monkeypatch.setenv(auth.ENV_FILE, str(elsewhere))
     assert auth.of(tmp_path) == made
     assert not os.path.exists(tmp_path / "ceph" / "keyring")
+
+
+def _raw(address: str) -> socket.socket:
+    host, port = msgr.split_address(address)
+    sock = socket.create_connection((host, port), timeout=10)
+    msgr.read_frame(sock)  # the challenge
+    return sock
+
+
+def test_a_stranger_cannot_make_a_daemon_hold_memory_before_it_proves_itself(ceph):
+    """Reviewer's finding: a handshake frame announcing a 256 MiB payload made the
+    daemon allocate it; before the proof, a frame is a few KiB and nothing more."""
+    sock = _raw(ceph.w.urls["ceph-mon"])
+    head = b"{}"
+    sock.sendall(struct.pack(">I", len(head)) + head + struct.pack(">Q", 256 << 20))
+    sock.settimeout(5)
+    assert sock.recv(1) == b""  # closed at once, nothing read of the payload
+    sock.close()
+
+
+def test_a_malformed_proof_is_refused_in_words_not_a_dead_thread(ceph):
+    sock = _raw(ceph.w.urls["ceph-mon"])
+    sock.sendall(msgr.encode_frame({"entity": "client.admin", "proof": "é" * 64}))
+    reply = msgr.read_frame(sock)
+    assert reply is not None and reply[0]["error"]["code"] == "EACCES"
+    sock.close()
+
+
+def test_a_silent_stranger_is_dropped_after_the_handshake_timeout(ceph, monkeypatch):
+    monkeypatch.setattr(msgr, "HANDSHAKE_TIMEOUT", 0.3)
+    sock = _raw(ceph.w.urls["ceph-mon"])
+    sock.settimeout(10)
+    assert sock.recv(1) == b""  # the daemon gave up on it; its thread is free
+    sock.close()

@@ -34,7 +34,7 @@ def spans():
 
 @pytest.fixture
 def server(spans):
-    running = msgr.Server(Echo(), rpc_service="test", tracer=spans[0]).start()
+    running = msgr.Server(Echo(), rpc_service="test", tracer=spans[0], auth=None).start()
     yield running
     running.stop()
 
@@ -100,7 +100,7 @@ def test_client_and_server_spans_share_the_trace(server, spans):
 
 def test_a_restarted_daemon_is_reconnected(spans):
     tracer = spans[0]
-    first = msgr.Server(Echo(), rpc_service="test", tracer=tracer).start()
+    first = msgr.Server(Echo(), rpc_service="test", tracer=tracer, auth=None).start()
     port = first.port
     conn = msgr.Connection(first.address, tracer, rpc_service="test",
                            peer_service="ceph-test")
@@ -108,7 +108,8 @@ def test_a_restarted_daemon_is_reconnected(spans):
     first.stop()
     with pytest.raises(errors.ConnectionFailed):
         conn.call("echo", {}, b"2")
-    second = msgr.Server(Echo(), rpc_service="test", tracer=tracer, port=port).start()
+    second = msgr.Server(Echo(), rpc_service="test", tracer=tracer, port=port,
+                         auth=None).start()
     try:
         assert conn.call("echo", {}, b"3")[1] == b"3"
     finally:
@@ -119,13 +120,13 @@ def test_a_restarted_daemon_is_reconnected(spans):
 def test_a_stale_kept_socket_is_replaced_transparently(spans):
     """The daemon restarts between two calls: the second still succeeds."""
     tracer = spans[0]
-    first = msgr.Server(Echo(), rpc_service="test", tracer=tracer).start()
+    first = msgr.Server(Echo(), rpc_service="test", tracer=tracer, auth=None).start()
     conn = msgr.Connection(first.address, tracer, rpc_service="test",
                            peer_service="ceph-test")
     conn.call("echo")
     first.stop()
     second = msgr.Server(Echo(), rpc_service="test", tracer=tracer,
-                         port=first.port).start()
+                         port=first.port, auth=None).start()
     try:
         assert conn.call("echo", {}, b"again")[1] == b"niaga"
     finally:

@@ -223,11 +223,11 @@ def test_the_monitor_keeps_its_map_across_a_restart(tmp_path):
     from opentelemetry import trace
 
     tracer = trace.NoOpTracerProvider().get_tracer("test")
-    first = Monitor(tmp_path, tracer).start()
+    first = Monitor(tmp_path, tracer, auth=None).start()
     fsid, pools, epoch = (first.cluster_map["fsid"], first.cluster_map["pools"],
                           first.cluster_map["epoch"])
     first.stop()
-    second = Monitor(tmp_path, tracer).start()
+    second = Monitor(tmp_path, tracer, auth=None).start()
     try:
         assert second.cluster_map["fsid"] == fsid and second.cluster_map["pools"] == pools
         assert second.cluster_map["epoch"] > epoch

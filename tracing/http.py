@@ -13,7 +13,6 @@ import functools
 import ssl
 
 import httpx
-from opentelemetry.instrumentation.flask import FlaskInstrumentor
 from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 
 from novalab.tracing import attributes as attr
@@ -26,6 +25,10 @@ def instrument_flask(app, tracer_provider) -> None:
     A request whose trace context was not trusted (``propagation.TrustedContext``)
     gets a new trace, and its SERVER span a link to the context the client sent.
     """
+    # Imported here: flask's instrumentation (and flask itself) is a tenth of a second
+    # that every `novalab` command would pay at start, and only the services need it.
+    from opentelemetry.instrumentation.flask import FlaskInstrumentor
+
     FlaskInstrumentor.instrument_app(app, tracer_provider=tracer_provider,
                                      enable_commenter=False, request_hook=_link_untrusted)
 

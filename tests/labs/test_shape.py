@@ -40,6 +40,13 @@ def test_a_lab_asks_for_compute_hosts_in_lab_toml(tmp_path):
     assert two.computes == 2 and two.needs_text == "2 compute hosts"
 
 
+def test_a_lab_that_operates_the_cloud_says_why_and_needs_one_of_its_own(tmp_path):
+    operating = _lab(tmp_path, cloud='[cloud]\noperates = "it reads the state dir"\n')
+    assert operating.operates == "it reads the state dir"
+    assert operating.needs_text == "a cloud of your own"
+    assert _lab(tmp_path, "01-plain").operates == ""
+
+
 def test_each_shape_is_a_cloud_of_its_own(tmp_path):
     """A database remembers every compute host it had: a cloud restarted with fewer
     would still be scheduled onto the missing one. So each shape has its state dir."""

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import httpx
 
-from novalab.reference.keystone.middleware import TOKEN_CACHE_TIME
+from novalab.reference.common.auth_token import TOKEN_CACHE_TIME
 
 COOKIE = "novalab_token"
 

@@ -29,9 +29,9 @@ from novalab.labs.service import OPERATOR_HEADER, learners
 from novalab.labs.service.records import Learner, Records
 from novalab.labs.service.runner import Runner
 from novalab.reference.common import exception
+from novalab.reference.common.auth_token import AuthProtocol
 from novalab.reference.common.validation import schema
 from novalab.reference.common.wsgi import install_common_handlers, json_body, keystone_fault
-from novalab.reference.keystone.middleware import AuthProtocol
 from novalab.tracing.http import instrument_flask
 
 # A grade carries the files its checks read (the lab's artifacts): a traced boot's

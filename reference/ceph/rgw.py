@@ -56,9 +56,9 @@ from werkzeug.http import http_date
 from novalab.reference.ceph import errors
 from novalab.reference.ceph.rados import Rados
 from novalab.reference.common import exception, validation
+from novalab.reference.common.auth_token import AuthProtocol
 from novalab.reference.common.faults import NO_FAULTS
 from novalab.reference.common.wsgi import REQUEST_ID_HEADER, install_common_handlers
-from novalab.reference.keystone.middleware import AuthProtocol
 from novalab.tracing import attributes as attr
 from novalab.tracing.http import instrument_flask
 

@@ -10,7 +10,7 @@ in keystone's catalog: deployment does (``volumev3`` and ``block-storage``,
 
 from __future__ import annotations
 
-from novalab.reference.ceph.service import cluster_key
+from novalab.reference.ceph import auth as ceph_auth
 from novalab.reference.cinder.api.app import create_app
 from novalab.reference.cinder.db import models as _models  # noqa: F401 (tables)
 from novalab.reference.cinder.image.glance import GlanceImageService
@@ -40,7 +40,7 @@ def cinder_volume(w: Wiring, host: str = "cinder-volume-1") -> VolumeManager:
     service = "cinder-volume"
     tracer = w.tracer(service, host)
     driver = RBDDriver(w.urls["ceph-mon"], tracer, pool=POOL, backend_name=BACKEND,
-                       auth=cluster_key(w))
+                       auth=ceph_auth.of(w.config.state_dir))
     manager = VolumeManager(f"{host}@{BACKEND}", driver, w.database(service),
                             GlanceImageService(w.urls["glance"], w.http(service, host), tracer),
                             tracer)

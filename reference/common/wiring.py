@@ -27,17 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from novalab.reference.common import diskspace
-from novalab.reference.common.credentials import Credentials
-from novalab.reference.common.db import Database
-from novalab.reference.common.faults import Faults
-from novalab.reference.common.wsgi import ServerThread, stop_all
 
 # keystonemiddleware is a library every service loads; novalab keeps it in keystone/.
-from novalab.reference.keystone.middleware import (
+from novalab.reference.common.auth_token import (
     TOKEN_CACHE_TIME,
     AuthProtocol,
     ServiceCredentials,
 )
+from novalab.reference.common.credentials import Credentials
+from novalab.reference.common.db import Database
+from novalab.reference.common.faults import Faults
+from novalab.reference.common.wsgi import ServerThread, stop_all
 from novalab.reference.rpc import RPCServer, Target, get_transport
 from novalab.tracing.http import http_client
 from novalab.tracing.private import private_dir
@@ -84,7 +84,7 @@ class CloudConfig:
     ports: dict[str, int] = field(default_factory=dict)
     report_interval: float = 10.0
     # Seconds a service trusts a validated token before asking Keystone again
-    # ([keystone_authtoken] token_cache_time; see keystone/middleware.py for the default).
+    # ([keystone_authtoken] token_cache_time; see common/auth_token.py for the default).
     token_cache_time: float = TOKEN_CACHE_TIME
     # Run Neutron (ports, DHCP, L2, metadata)? Without it servers get no ports, as
     # on a Nova without networking.

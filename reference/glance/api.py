@@ -12,12 +12,12 @@ from __future__ import annotations
 from flask import Flask, Response, g, jsonify, request
 
 from novalab.reference.common import exception, validation
+from novalab.reference.common.auth_token import AuthProtocol
 from novalab.reference.common.wsgi import install_common_handlers, json_body, keystone_fault
 from novalab.reference.glance import schemas
 from novalab.reference.glance.changes import ImageChanges, parse_patch, patch_body
 from novalab.reference.glance.core import ImageRepo
 from novalab.reference.glance.store import CHUNK
-from novalab.reference.keystone.middleware import AuthProtocol
 from novalab.tracing.http import instrument_flask
 
 

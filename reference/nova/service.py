@@ -11,8 +11,8 @@ also the conductor, and Neutron, Cinder and Ceph when the cloud has them
 
 from __future__ import annotations
 
+from novalab.reference.ceph import auth as ceph_auth
 from novalab.reference.ceph.rados import Rados
-from novalab.reference.ceph.service import cluster_key
 from novalab.reference.common.context import get_admin_context
 from novalab.reference.common.wiring import CONTROLLER, Wiring
 from novalab.reference.guest.cloud_init import GuestBoots
@@ -169,7 +169,7 @@ def nova_compute(w: Wiring, host: str, guests: GuestBoots | None = None) -> Comp
     image_api = GlanceImageServiceV2(w.urls["glance"], http, tracer)
     rados = None
     if "ceph-mon" in w.urls:
-        rados = Rados(w.urls["ceph-mon"], tracer, auth=cluster_key(w)).connect()
+        rados = Rados(w.urls["ceph-mon"], tracer, auth=ceph_auth.of(w.config.state_dir)).connect()
         w.on_stop(rados.shutdown)
     # nova's own service credentials, for the object gateway (the image container
     # belongs to the service project, not to the user who boots).

@@ -12,8 +12,8 @@ from __future__ import annotations
 from flask import Flask, request
 from werkzeug.exceptions import HTTPException
 
+from novalab.reference.common.auth_token import AuthProtocol
 from novalab.reference.common.wsgi import install_common_handlers
-from novalab.reference.keystone.middleware import AuthProtocol
 from novalab.reference.placement import exception, microversion
 from novalab.reference.placement.handlers import util
 from novalab.reference.placement.handlers.allocation import AllocationHandler

@@ -22,9 +22,9 @@ from novalab.reference.cinder.api import (
     volumes,
 )
 from novalab.reference.common import exception
+from novalab.reference.common.auth_token import AuthProtocol
 from novalab.reference.common.db import Database
 from novalab.reference.common.wsgi import install_common_handlers
-from novalab.reference.keystone.middleware import AuthProtocol
 from novalab.tracing.http import instrument_flask
 
 # Block Storage resources upstream has and novalab leaves out (404 naming the gap).

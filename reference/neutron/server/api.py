@@ -12,8 +12,8 @@ from __future__ import annotations
 from flask import Flask, g, jsonify, request
 
 from novalab.reference.common import validation
+from novalab.reference.common.auth_token import AuthProtocol
 from novalab.reference.common.wsgi import install_common_handlers, json_body
-from novalab.reference.keystone.middleware import AuthProtocol
 from novalab.reference.neutron import exceptions as n_exc
 from novalab.reference.neutron.server import attributes, extensions
 from novalab.reference.neutron.server import quotas as neutron_quotas

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from flask import Flask
 
+from novalab.reference.common.auth_token import AuthProtocol
 from novalab.reference.common.db import Database
 from novalab.reference.common.wsgi import (
     COMPUTE_REQUEST_ID_HEADER,
     REQUEST_ID_HEADER,
     install_common_handlers,
 )
-from novalab.reference.keystone.middleware import AuthProtocol
 from novalab.reference.nova.api import (
     actions,
     availability_zone,

@@ -25,10 +25,10 @@ from collections.abc import Callable
 
 from opentelemetry import trace
 
+from novalab.reference.ceph import auth as ceph_auth
 from novalab.reference.ceph.auth import CephX
 from novalab.reference.ceph.rados import Rados
 from novalab.reference.ceph.rbd import Image
-from novalab.reference.ceph.service import cluster_key
 from novalab.tracing import attributes as attr
 
 # The service.name of the hypervisor's spans: the QEMU/KVM process libvirt starts for a guest.
@@ -68,7 +68,7 @@ class QemuRbdStandIn:
     def on_host(cls, w, host: str) -> QemuRbdStandIn:
         """The stand-in of ``host``'s hypervisor, traced as ``qemu-kvm`` on that host through
         the deployment's telemetry (``w.tracer``, one provider per service and host)."""
-        return cls(w.tracer(SERVICE, host), lambda: cluster_key(w))
+        return cls(w.tracer(SERVICE, host), lambda: ceph_auth.of(w.config.state_dir))
 
     def __call__(self, domain) -> None:
         for disk in rbd_disks(domain.XMLDesc(0)):

@@ -322,3 +322,13 @@ def to_dict(result: CheckResult, picked: str = "") -> dict:
                     "missing": result.missing, "out_of_order": result.out_of_order,
                     "warnings": result.warnings, "ok": result.ok},
     }
+
+
+def steps_of(trace: Trace) -> tuple[str, str]:
+    """``("matched/expected", flow name)``: the flow check of ``trace`` on the table it
+    shows (``flows.detect_flow``), which `novalab trace list` prints as its steps."""
+    from novalab.diagrams.flows import detect_flow, get_flow
+
+    name = detect_flow(trace)
+    result = check(trace, get_flow(name))
+    return f"{result.matched_expected}/{result.expected}", name

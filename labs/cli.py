@@ -29,6 +29,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from novalab.diagrams.check import steps_of
 from novalab.diagrams.cli import register as register_diagrams
 from novalab.labs.class_cli import register as register_class
 from novalab.labs.lab_cli import register as register_labs
@@ -418,7 +419,7 @@ register_diagrams(main)
 register_deploy(main)
 register_credentials(main)
 register_faults(main)
-register_trace(main)
+register_trace(main, count_steps=steps_of)
 register_scheduler(main)
 register_labs(main)
 register_class(main)

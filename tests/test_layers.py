@@ -39,9 +39,6 @@ KNOWN = {
     # them from above (a registry the CLI fills), not import them.
     ("novalab.reference.deploy.processes", "novalab.diagrams.web"),
     ("novalab.reference.deploy.services", "novalab.labs.service.build"),
-    # tracing's CLI draws the flow column with diagrams: a hook from above.
-    ("novalab.tracing.cli", "novalab.diagrams.check"),
-    ("novalab.tracing.cli", "novalab.diagrams.flows"),
     # tracing reads the trace page through deploy's keystone client.
     ("novalab.tracing.remote", "novalab.reference.deploy.client"),
     # The metadata secret: Wiring should hand it out.

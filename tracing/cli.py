@@ -17,6 +17,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime
 
 import click
@@ -150,6 +151,12 @@ def _servers(row: Row) -> str:
     return ", ".join(f"{name or '?'} ({uuid})" for uuid, name in row.servers.items()) or "-"
 
 
+# What counts a boot's steps: the flow check, which lives above tracing (diagrams).
+# The command line hands it in (:func:`register`); without one the column says "-".
+StepCounter = Callable[[Trace], tuple[str, str]]
+_count_steps: StepCounter | None = None
+
+
 def _steps(store: TraceStore, rows: list[Row]) -> dict[str, tuple[str, str]]:
     """``(matched/expected, flow)`` for each boot row: the flow check, run now, on the
     table the boot shows (``flows.detect``: a modern boot counts the modern steps).
@@ -157,9 +164,8 @@ def _steps(store: TraceStore, rows: list[Row]) -> dict[str, tuple[str, str]]:
     Kept in the store's index as "FLOW M/E" (kind ``flow-steps``; the older kind
     ``steps`` counted every boot on the classic table and is no longer read).
     """
-    from novalab.diagrams.check import check
-    from novalab.diagrams.flows import detect_flow, get_flow
-
+    if _count_steps is None:
+        return {r.id: ("-", "") for r in rows}
     if isinstance(store, RemoteTraces):  # the page ran each flow check itself
         return {r.id: store.steps.get(r.id, ("?", "")) if r.kind == "boot" else ("-", "")
                 for r in rows}
@@ -175,10 +181,8 @@ def _steps(store: TraceStore, rows: list[Row]) -> dict[str, tuple[str, str]]:
         if not spans:
             steps[row.id] = ("?", "")
             continue
-        trace = Trace.of(spans)
-        name = detect_flow(trace)
-        result = check(trace, get_flow(name))
-        steps[row.id] = (f"{result.matched_expected}/{result.expected}", name)
+        counted, name = _count_steps(Trace.of(spans))
+        steps[row.id] = (counted, name)
     if todo:
         store.remember([(r, "flow-steps", f"{steps[r.id][1]} {steps[r.id][0]}") for r in todo
                         if steps[r.id][0] != "?"])
@@ -336,6 +340,10 @@ def trace_stores():
         click.echo(f"{path}  {kind}  {'running' if live else 'stopped'}")
 
 
-def register(main: click.Group) -> None:
+def register(main: click.Group, count_steps: StepCounter | None = None) -> None:
+    """Add ``trace``; ``count_steps`` (``diagrams.check.steps_of``) fills its steps
+    column: tracing knows no flow table."""
+    global _count_steps
+    _count_steps = count_steps
     main.add_command(trace_group)
 

@@ -34,8 +34,8 @@ import httpx
 
 from novalab.labs.cloud import Cloud
 from novalab.labs.course import Lab
+from novalab.reference.common.metadata_secret import guest_source_address, shared_secret
 from novalab.reference.deploy.client import ClientError, CloudClient
-from novalab.reference.neutron.agent.metadata import guest_source_address, shared_secret
 from novalab.tracing import attributes as attr
 from novalab.tracing.http import http_client
 from novalab.tracing.model import Trace

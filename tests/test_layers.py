@@ -41,11 +41,6 @@ KNOWN = {
     ("novalab.reference.deploy.services", "novalab.labs.service.build"),
     # tracing reads the trace page through deploy's keystone client.
     ("novalab.tracing.remote", "novalab.reference.deploy.client"),
-    # The metadata secret: Wiring should hand it out.
-    ("novalab.reference.common.wiring", "novalab.reference.neutron.agent.metadata"),
-    ("novalab.reference.nova.service", "novalab.reference.neutron.agent.metadata"),
-    ("novalab.reference.nova.api.metadata", "novalab.reference.neutron.agent.metadata"),
-    ("novalab.reference.guest.cloud_init", "novalab.reference.neutron.agent.metadata"),
     # A compute host is nova-compute plus its L2 agent and its guests: deploy/services.py
     # should say so, not nova's builder.
     ("novalab.reference.nova.service", "novalab.reference.neutron.service"),

@@ -4,7 +4,7 @@ A SERVER span records who called it (OpenTelemetry's ``client.address`` and
 ``network.peer.address``, as the Flask instrumentation sets them). That is
 normal, and an operator needs it; but on the metadata proxy the caller's
 address *is* the guest's identity: the proxy finds the instance from the
-address a request comes from (``reference/neutron/agent/metadata``). On one
+address a request comes from (``reference/common/metadata_secret.py``). On one
 machine, any local user who learns a guest's loopback address can bind it and
 read that guest's ``user_data``. So admins see every attribute, and everyone
 else sees these replaced by :data:`REDACTED`:

@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from novalab.reference.common import diskspace
-
-# keystonemiddleware is a library every service loads; novalab keeps it in keystone/.
 from novalab.reference.common.auth_token import (
     TOKEN_CACHE_TIME,
     AuthProtocol,
@@ -37,6 +35,9 @@ from novalab.reference.common.auth_token import (
 from novalab.reference.common.credentials import Credentials
 from novalab.reference.common.db import Database
 from novalab.reference.common.faults import Faults
+
+# keystonemiddleware is a library every service loads; novalab keeps it in keystone/.
+from novalab.reference.common.metadata_secret import shared_secret
 from novalab.reference.common.wsgi import ServerThread, stop_all
 from novalab.reference.rpc import RPCServer, Target, get_transport
 from novalab.tracing.http import http_client
@@ -174,12 +175,16 @@ class Wiring:
         return transport
 
     @functools.cached_property
+    def metadata_secret(self) -> str:
+        """The deployment's metadata secret (``metadata_secret.py``): the proxy signs
+        with it, nova-api-metadata checks it, each guest's source address is keyed by it."""
+        return shared_secret(self.config.state_dir)
+
+    @functools.cached_property
     def trace_key(self) -> bytes:
         """The deployment's key for trace contexts: its services sign what they send, and
         join only what is signed (``tracing/propagation.py``)."""
-        from novalab.reference.neutron.agent.metadata import shared_secret
-
-        return context_key(shared_secret(self.config.state_dir))
+        return context_key(self.metadata_secret)
 
     def http(self, service: str, host: str | None = None, local_address: str | None = None):
         client = http_client(self.provider(service, host), local_address=local_address,

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from novalab.reference.common.credentials import Credentials
+from novalab.reference.common.metadata_secret import shared_secret
 from novalab.reference.deploy.boot import (
     CLIENT_SERVICE,
     BootOutcome,
@@ -22,7 +23,6 @@ from novalab.reference.deploy.boot import (
     client_boot,
 )
 from novalab.reference.deploy.statedir import StateDir
-from novalab.reference.neutron.agent.metadata import shared_secret
 from novalab.tracing import collect
 from novalab.tracing.propagation import context_key
 

@@ -41,8 +41,8 @@ import time
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
+from novalab.reference.common.metadata_secret import guest_source_address
 from novalab.reference.common.wiring import Wiring
-from novalab.reference.neutron.agent.metadata import guest_source_address, shared_secret
 from novalab.reference.neutron.guest_agent import read_v2
 from novalab.tracing import attributes as attr
 
@@ -93,7 +93,7 @@ class GuestBoots:
                     attributes={attr.NOVALAB_STAND_IN:
                                 "guest first boot (libvirt test hypervisor)",
                                 attr.NOVA_INSTANCE_UUID: instance["uuid"]}):
-                source = guest_source_address(vif["id"], shared_secret(self.w.config.state_dir))
+                source = guest_source_address(vif["id"], self.w.metadata_secret)
                 with self.w.http("cloud-init", hostname, local_address=source) as http:
                     meta, user_data = read_v2(self.w.urls["metadata-proxy"], http,
                                               tracer=tracer)

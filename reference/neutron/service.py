@@ -18,7 +18,6 @@ from novalab.reference.neutron import constants
 from novalab.reference.neutron.agent.dhcp import agent as dhcp_agent
 from novalab.reference.neutron.agent.l2 import agent as l2_agent
 from novalab.reference.neutron.agent.metadata import proxy as metadata_proxy
-from novalab.reference.neutron.agent.metadata import shared_secret
 from novalab.reference.neutron.agent.rpc import (
     PluginApi,
     PluginReportStateAPI,
@@ -119,7 +118,7 @@ def neutron_metadata_proxy(w: Wiring) -> metadata_proxy.MetadataProxyHandler:
     service = "neutron-metadata-proxy"
     handler = metadata_proxy.MetadataProxyHandler(
         w.urls, w.http(service), w.auth(service, "neutron").service_token, w.tracer(service),
-        shared_secret(w.config.state_dir))
+        w.metadata_secret)
     w.serve(metadata_proxy.create_app(handler, tracer_provider=w.provider(service)),
             service, "metadata-proxy")
     return handler

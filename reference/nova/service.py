@@ -16,7 +16,6 @@ from novalab.reference.ceph.rados import Rados
 from novalab.reference.common.context import get_admin_context
 from novalab.reference.common.wiring import CONTROLLER, Wiring
 from novalab.reference.guest.cloud_init import GuestBoots
-from novalab.reference.neutron.agent.metadata import shared_secret
 from novalab.reference.neutron.service import neutron_l2_agent
 from novalab.reference.nova import cells
 from novalab.reference.nova.api import metadata as nova_metadata
@@ -241,6 +240,6 @@ def nova_api_metadata(w: Wiring) -> str:
         network_api = NeutronAPI(w.urls["neutron"], w.http(service), tracer,
                                  admin_token=w.auth(service, "nova").service_token)
     return w.serve(nova_metadata.create_app(w.database(service), network_api, tracer,
-                                            shared_secret(w.config.state_dir),
+                                            w.metadata_secret,
                                             tracer_provider=w.provider(service)),
                    service, "metadata")

@@ -18,9 +18,9 @@ from novalab.diagrams import web, web_auth
 from novalab.labs.client import LabService
 from novalab.labs.service.build import lab_service
 from novalab.reference.common.credentials import PERSONA_PASSWORD
+from novalab.reference.common.metadata_secret import guest_source_address, shared_secret
 from novalab.reference.deploy import seed
 from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
-from novalab.reference.neutron.agent.metadata import guest_source_address, shared_secret
 from novalab.tracing.otlp_json import OtlpJsonLinesExporter
 from novalab.tracing.setup import Telemetry
 

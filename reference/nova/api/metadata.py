@@ -45,7 +45,7 @@ from werkzeug.exceptions import HTTPException
 from novalab.reference.common import exception
 from novalab.reference.common.context import get_admin_context
 from novalab.reference.common.db import Database
-from novalab.reference.neutron.agent.metadata import sign_instance_id
+from novalab.reference.common.metadata_secret import sign_instance_id
 from novalab.reference.nova.db import api as db_api
 from novalab.tracing import attributes as attr
 from novalab.tracing.http import instrument_flask

@@ -40,9 +40,9 @@ import pytest
 from novalab.diagrams import callgraph, sequence
 from novalab.diagrams.load import load_trace
 from novalab.reference.common.credentials import PERSONA_PASSWORD
+from novalab.reference.common.metadata_secret import shared_secret
 from novalab.reference.deploy.client import CloudClient
 from novalab.reference.deploy.statedir import StateDir, Unit
-from novalab.reference.neutron.agent.metadata import shared_secret
 from novalab.tracing import attributes as attr
 from novalab.tracing.otlp_json import decode_attributes
 from novalab.tracing.propagation import context_key

@@ -8,7 +8,7 @@ import uuid
 import httpx
 import pytest
 
-from novalab.reference.neutron.agent.metadata import (
+from novalab.reference.common.metadata_secret import (
     guest_source_address,
     shared_secret,
     sign_instance_id,

@@ -32,7 +32,7 @@ import httpx
 from flask import Flask, Response, request
 from opentelemetry import trace
 
-from novalab.reference.neutron.agent.metadata import guest_source_address, sign_instance_id
+from novalab.reference.common.metadata_secret import guest_source_address, sign_instance_id
 from novalab.tracing import attributes as attr
 from novalab.tracing.http import instrument_flask
 from novalab.tracing.spans import upstream

@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from novalab.reference.common.db import Base, Database
+from novalab.reference.common.metadata_secret import shared_secret, sign_instance_id
 from novalab.reference.common.wiring import CloudConfig, Wiring
-from novalab.reference.neutron.agent.metadata import shared_secret, sign_instance_id
 from novalab.reference.nova import service
 from novalab.reference.nova.db import api as db_api
 from novalab.reference.nova.db import models as _nova_models  # noqa: F401 (tables)

@@ -158,7 +158,7 @@ def test_locks_states_and_policies_hold(shared_cloud, login):
 def test_the_guest_reads_the_changed_metadata(shared_cloud, login):
     """``meta`` in ``openstack/latest/meta_data.json``, read from where the instance
     lives on each request (novalab keeps no metadata cache)."""
-    from novalab.reference.neutron.agent.metadata import shared_secret, sign_instance_id
+    from novalab.reference.common.metadata_secret import shared_secret, sign_instance_id
 
     demo = login(shared_cloud)
     server = boot(demo, shared_cloud, "meta-guest")

@@ -41,10 +41,6 @@ KNOWN = {
     ("novalab.reference.deploy.services", "novalab.labs.service.build"),
     # tracing reads the trace page through deploy's keystone client.
     ("novalab.tracing.remote", "novalab.reference.deploy.client"),
-    # A compute host is nova-compute plus its L2 agent and its guests: deploy/services.py
-    # should say so, not nova's builder.
-    ("novalab.reference.nova.service", "novalab.reference.neutron.service"),
-    ("novalab.reference.nova.service", "novalab.reference.guest.cloud_init"),
     ("novalab.reference.guest.cloud_init", "novalab.reference.neutron.guest_agent"),
 }
 

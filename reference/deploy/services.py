@@ -19,6 +19,7 @@ from novalab.reference.cinder.service import cinder_api, cinder_volume
 from novalab.reference.common.wiring import CONTROLLER, Wiring
 from novalab.reference.deploy import seed
 from novalab.reference.glance.service import glance_api_service
+from novalab.reference.guest.cloud_init import GuestBoots
 from novalab.reference.keystone.core import Keystone
 from novalab.reference.keystone.service import keystone
 from novalab.reference.neutron.service import (
@@ -27,6 +28,7 @@ from novalab.reference.neutron.service import (
     neutron_metadata_proxy,
     neutron_server,
 )
+from novalab.reference.nova.compute.manager import ComputeManager
 from novalab.reference.nova.service import (
     nova_api,
     nova_api_metadata,
@@ -59,6 +61,21 @@ def _seeded(builder: Callable, seed_it: Callable[[Wiring, object], None]) -> Cal
     return build
 
 
+def compute_host(w: Wiring, host: str, guests: GuestBoots | None = None) -> ComputeManager:
+    """A compute host as DevStack lays one out: nova-compute and, with Neutron, the
+    host's L2 agent, in one process here. On a real host the two are separate
+    processes sharing the host's kernel and libvirtd, but libvirt's test hypervisor
+    exists once per process, so only an agent in nova-compute's process sees the
+    guests' taps. On that hypervisor ``guests`` stand in for the guests' cloud-init
+    (one per cloud; a compute host of its own process, under `up`, makes its own).
+    """
+    if "neutron" in w.urls:
+        neutron_l2_agent(w, host)
+        if guests is None and w.config.libvirt_uri.startswith("test://"):
+            guests = GuestBoots(w)
+    return nova_compute(w, host, on_guest_running=guests)
+
+
 def novalab_labs(w: Wiring) -> str:
     """novalab's own lab service (labs/service/): the course graded inside the cloud.
 
@@ -73,7 +90,7 @@ def novalab_labs(w: Wiring) -> str:
 
 # Every service ``novalab service NAME`` can start, in the order a whole cloud starts
 # them (each may need the URLs of those before it). Compute hosts take a host name
-# (and carry their L2 agent, see nova_compute).
+# (and carry their L2 agent, see compute_host).
 BUILDERS = {
     "keystone": _seeded(keystone, lambda w, core: seed.seed_keystone(core, w.config.credentials)),
     "placement-api": placement,
@@ -86,7 +103,7 @@ BUILDERS = {
     "nova-super-conductor": _seeded(nova_super_conductor, seed.seed_cells),
     "nova-conductor": nova_conductor,
     "nova-scheduler": nova_scheduler,
-    "nova-compute": _seeded(nova_compute, seed.discover_hosts),
+    "nova-compute": _seeded(compute_host, seed.discover_hosts),
     "nova-api": _seeded(nova_api, lambda w, compute_api: seed.seed_flavors(compute_api.db)),
     "nova-api-metadata": nova_api_metadata,
     "neutron-metadata-proxy": neutron_metadata_proxy,

@@ -11,12 +11,12 @@ also the conductor, and Neutron, Cinder and Ceph when the cloud has them
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from novalab.reference.ceph import auth as ceph_auth
 from novalab.reference.ceph.rados import Rados
 from novalab.reference.common.context import get_admin_context
 from novalab.reference.common.wiring import CONTROLLER, Wiring
-from novalab.reference.guest.cloud_init import GuestBoots
-from novalab.reference.neutron.service import neutron_l2_agent
 from novalab.reference.nova import cells
 from novalab.reference.nova.api import metadata as nova_metadata
 from novalab.reference.nova.api.app import create_app as create_nova_app
@@ -152,13 +152,13 @@ def nova_scheduler(w: Wiring, host: str = CONTROLLER) -> SchedulerManager:
     return manager
 
 
-def nova_compute(w: Wiring, host: str, guests: GuestBoots | None = None) -> ComputeManager:
-    """A compute host: its own hypervisor connection, heartbeat and RPC queue.
+def nova_compute(w: Wiring, host: str,
+                 on_guest_running: Callable | None = None) -> ComputeManager:
+    """nova-compute on ``host``: its own hypervisor connection, heartbeat and RPC queue.
 
-    With Neutron deployed, the host's L2 agent starts here too, in the same
-    process: on a real host the two are separate processes sharing the host's
-    kernel and libvirtd, but libvirt's test hypervisor exists once per process,
-    so only an agent in nova-compute's process can see the guests' taps.
+    ``on_guest_running`` is what stands in for the guest on libvirt's test hypervisor
+    (the guest's cloud-init, ``reference/guest``), called when a domain runs. A whole
+    compute host (nova-compute, its L2 agent, its guests) is ``deploy.services.compute_host``.
     """
     service = "nova-compute"
     tracer = w.tracer(service, host)
@@ -181,12 +181,10 @@ def nova_compute(w: Wiring, host: str, guests: GuestBoots | None = None) -> Comp
     if w.config.libvirt_uri.startswith("test://"):
         # The test hypervisor runs no QEMU and no guest: novalab's stand-ins do
         # their part (QEMU opening rbd disks, the guest asking for metadata).
-        if guests is None and "neutron" in w.urls:
-            guests = GuestBoots(w)  # a compute host of its own process (`novalab up`)
         if rados is not None:
             driver._host.on_domain_start = QemuRbdStandIn.on_host(w, host)
-        if guests is not None:
-            driver.on_guest_running = guests
+        if on_guest_running is not None:
+            driver.on_guest_running = on_guest_running
     network_api = None
     if "neutron" in w.urls:
         network_api = NeutronAPI(w.urls["neutron"], http, tracer,
@@ -205,8 +203,6 @@ def nova_compute(w: Wiring, host: str, guests: GuestBoots | None = None) -> Comp
     manager.image_api = image_api
     manager.shelved_offload_time = shelved_offload_time(
         scheduler_conf.conf_path(w.config.state_dir))
-    if "neutron" in w.urls:
-        neutron_l2_agent(w, host)
     w.rpc_server("compute", host, [manager], tracer, transport_url=cell_broker)
     manager.init_host()
     manager.start_heartbeat()

@@ -41,7 +41,6 @@ KNOWN = {
     ("novalab.reference.deploy.services", "novalab.labs.service.build"),
     # tracing reads the trace page through deploy's keystone client.
     ("novalab.tracing.remote", "novalab.reference.deploy.client"),
-    ("novalab.reference.guest.cloud_init", "novalab.reference.neutron.guest_agent"),
 }
 
 

@@ -43,7 +43,7 @@ from opentelemetry import trace
 
 from novalab.reference.common.metadata_secret import guest_source_address
 from novalab.reference.common.wiring import Wiring
-from novalab.reference.neutron.guest_agent import read_v2
+from novalab.reference.guest.metadata import read_v2
 from novalab.tracing import attributes as attr
 
 LOG = logging.getLogger(__name__)

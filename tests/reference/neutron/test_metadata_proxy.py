@@ -13,7 +13,7 @@ from novalab.reference.common.metadata_secret import (
     shared_secret,
     sign_instance_id,
 )
-from novalab.reference.neutron.guest_agent import MetadataNotFound, fetch_metadata, read_v2
+from novalab.reference.guest.metadata import MetadataNotFound, fetch_metadata, read_v2
 from novalab.reference.nova.db import api as nova_db
 from novalab.tracing import attributes as attr
 

@@ -8,7 +8,7 @@ plays cloud-init from the host, over loopback, with its own ``service.name``
 (``cloud-init``). It sends no identity of its own: the ``http`` client it is
 given sends from the guest's own loopback address (``guest_source_address`` of
 its port), from which the proxy finds the port, as upstream's proxy does from
-the guest's IP in the network's namespace (see ``agent/metadata/proxy.py``).
+the guest's IP in the network's namespace (see ``neutron/agent/metadata/proxy.py``).
 """
 
 from __future__ import annotations

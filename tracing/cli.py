@@ -164,8 +164,6 @@ def _steps(store: TraceStore, rows: list[Row]) -> dict[str, tuple[str, str]]:
     Kept in the store's index as "FLOW M/E" (kind ``flow-steps``; the older kind
     ``steps`` counted every boot on the classic table and is no longer read).
     """
-    if _count_steps is None:
-        return {r.id: ("-", "") for r in rows}
     if isinstance(store, RemoteTraces):  # the page ran each flow check itself
         return {r.id: store.steps.get(r.id, ("?", "")) if r.kind == "boot" else ("-", "")
                 for r in rows}
@@ -175,6 +173,8 @@ def _steps(store: TraceStore, rows: list[Row]) -> dict[str, tuple[str, str]]:
             known = store.derived(row, "flow-steps")
             steps[row.id] = tuple(reversed(known.split(" ", 1))) if known else None
     todo = [r for r in rows if steps[r.id] is None]
+    if _count_steps is None:  # nothing to count with: what the index holds, else "-"
+        return {**steps, **{r.id: ("-", "") for r in todo}}
     loaded = store.load_many(todo) if todo else {}
     for row in todo:
         spans = loaded.get(row.id)

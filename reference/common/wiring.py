@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from novalab.reference.common import diskspace
+
+# keystonemiddleware is a library every service loads; novalab keeps its stand-in here.
 from novalab.reference.common.auth_token import (
     TOKEN_CACHE_TIME,
     AuthProtocol,
@@ -35,8 +37,6 @@ from novalab.reference.common.auth_token import (
 from novalab.reference.common.credentials import Credentials
 from novalab.reference.common.db import Database
 from novalab.reference.common.faults import Faults
-
-# keystonemiddleware is a library every service loads; novalab keeps it in keystone/.
 from novalab.reference.common.metadata_secret import shared_secret
 from novalab.reference.common.wsgi import ServerThread, stop_all
 from novalab.reference.rpc import RPCServer, Target, get_transport

@@ -3,7 +3,7 @@
 Start them in this order (each needs the URLs or RPC servers of those before):
 ``neutron_server`` (REST on port key ``neutron``, RPC on ``q-plugin`` and
 ``q-reports-plugin``), one ``neutron_dhcp_agent``, one ``neutron_l2_agent`` per
-compute host (nova's compute builder starts it beside nova-compute), then
+compute host (``deploy.services.compute_host`` starts it beside nova-compute), then
 ``neutron_metadata_proxy`` (port key ``metadata-proxy``), which forwards to
 nova-api-metadata. Keystone must already run and know the ``neutron`` user.
 

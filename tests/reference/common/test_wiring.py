@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import inspect
 from pathlib import Path
 
 from novalab.reference.common.wiring import CloudConfig, Wiring
@@ -31,15 +32,19 @@ def test_no_project_imports_the_deployment():
 
 
 def test_every_builder_is_its_projects():
-    """An OpenStack service's builder lives in its project's ``service`` module; novalab's
-    own (``novalab-labs``) is the registry's thin wrapper that imports it from the course,
-    so that nothing of reference/ imports labs/ until a deployment starts it."""
+    """An OpenStack service's builder lives in its project's ``service`` module. Two are
+    the deployment's own: a compute host (``compute_host``: nova-compute with neutron's
+    L2 agent and the guests' stand-ins, DevStack's layout) and novalab's lab service
+    (a thin wrapper that imports it from the course when a deployment starts it)."""
+    composed = {"nova-compute", "novalab-labs"}
     for name, builder in services.BUILDERS.items():
         module = getattr(builder, "__wrapped__", builder).__module__
-        project = name.split("-")[0]
-        expected = "novalab.reference.deploy.services" if project == "novalab" \
-            else f"novalab.reference.{project}.service"
+        expected = "novalab.reference.deploy.services" if name in composed \
+            else f"novalab.reference.{name.split('-')[0]}.service"
         assert module == expected, (name, module)
+    compute_host = services.BUILDERS["nova-compute"].__wrapped__
+    assert compute_host is services.compute_host
+    assert "nova_compute(" in inspect.getsource(compute_host)
 
 
 class Endpoint:

@@ -31,6 +31,7 @@ from rich.text import Text
 
 from novalab.diagrams.check import steps_of
 from novalab.diagrams.cli import register as register_diagrams
+from novalab.labs import units
 from novalab.labs.class_cli import register as register_class
 from novalab.labs.lab_cli import register as register_labs
 from novalab.reference.deploy.commands import register as register_deploy
@@ -415,6 +416,7 @@ def serve(computes, transport, db, libvirt_uri, state_dir, bind_host, web_port, 
     pid_file.unlink(missing_ok=True)
 
 
+units.install()  # the lab service and the trace page, handed to the deployment
 register_diagrams(main)
 register_deploy(main)
 register_credentials(main)

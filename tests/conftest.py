@@ -20,8 +20,13 @@ import private_services
 import pytest
 from chromium import browser  # noqa: F401 - the headless Chromium fixture, for every module
 
+from novalab.labs import units
 from novalab.reference.deploy.embedded import CloudConfig, EmbeddedCloud
 from novalab.tracing.setup import Telemetry
+
+# The suite composes the product as the command line does: every process that starts
+# a cloud knows novalab's own units (labs/units.py).
+units.install()
 
 # What the lab course costs the suite, printed at the end of every run that ran it.
 # test_course.py fills its TIMINGS; under pytest-xdist that is in a worker, which hands

@@ -38,10 +38,6 @@ CLIENTS = {
 # Edges that run against the layers today, each with the change that ends it (issue 22).
 # (importing module, imported module)
 KNOWN = {
-    # The trace page and the lab service are units of `up`: deploy should be handed
-    # them from above (a registry the CLI fills), not import them.
-    ("novalab.reference.deploy.processes", "novalab.diagrams.web"),
-    ("novalab.reference.deploy.services", "novalab.labs.service.build"),
     # tracing reads the trace page through deploy's keystone client.
     ("novalab.tracing.remote", "novalab.reference.deploy.client"),
 }

@@ -1,8 +1,9 @@
 """The deployment commands of ``novalab``: up, down, status, service, db, queues.
 
-``register(main)`` adds them to the ``novalab`` group. The module also runs on
-its own (``python -m novalab.reference.deploy.commands ...``): that is how
-``novalab up`` starts each service process.
+``register(main)`` adds them to the ``novalab`` group (``labs/cli.py``), which is
+also how ``novalab up`` starts each service process (``python -m novalab.labs.cli
+service NAME``): the command line composes the product, novalab's own units with
+OpenStack's (``labs/units.py``).
 
     novalab up [--computes N] [--topology classic|modern]
                                   every service as its own process, RabbitMQ + SQL server
@@ -15,7 +16,6 @@ its own (``python -m novalab.reference.deploy.commands ...``): that is how
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from pathlib import Path
 
@@ -351,13 +351,3 @@ def register(group: click.Group) -> click.Group:
         group.add_command(command)
     return group
 
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-def cli():
-    """novalab's deployment commands (also available as `novalab <command>`)."""
-
-
-register(cli)
-
-if __name__ == "__main__":  # how `novalab up` starts each service process
-    cli(prog_name=os.path.basename(sys.argv[0]))

@@ -2,7 +2,7 @@
 
 This is the deployment DevStack makes, in small: every service of
 ``services.BUILDERS`` is its own process (``python -m
-novalab.reference.deploy.commands service NAME``), with its own tracer
+novalab.labs.cli service NAME``), with its own tracer
 provider and trace file, and the processes meet only where OpenStack services
 meet: HTTP on the standard loopback ports, RabbitMQ and one SQL server. A
 service is built by the very builder the embedded cloud calls, so both
@@ -75,7 +75,8 @@ from novalab.reference.deploy.statedir import (  # noqa: F401 (re-exported)
 
 LOG = logging.getLogger(__name__)
 
-SERVICE_MODULE = "novalab.reference.deploy.commands"
+# Each unit is started through the command line, which composes the product (labs/units.py).
+SERVICE_MODULE = "novalab.labs.cli"
 WEB_UNIT = "novalab-web"  # the trace page: a unit of the deployment, not a service
 WEB_PORT = 8700
 ENV_WEB_PORT = "NOVALAB_WEB_PORT"
@@ -307,6 +308,17 @@ def _serve(name, host, builder, state: StateDir, unit: Unit, stop: threading.Eve
         lock.release()
 
 
+# The trace page is diagrams' (above deploy in the layers): the command line hands it
+# in (labs/units.py) and `up` runs it as a unit like the others.
+_trace_page: Callable | None = None
+
+
+def use_trace_page(start: Callable) -> None:
+    """``start(state_dir, host, port, require_auth=, auth_url=)`` -> a running page."""
+    global _trace_page
+    _trace_page = start
+
+
 def run_web_page(state_dir: str | os.PathLike, *, port: int | None = None,
                  stop: threading.Event | None = None,
                  on_ready: Callable[[dict], None] | None = None,
@@ -319,8 +331,9 @@ def run_web_page(state_dir: str | os.PathLike, *, port: int | None = None,
     for a login to the deployment's keystone, even on loopback (every local user
     reaches it), unless ``$NOVALAB_WEB_NO_AUTH`` is 1 (``up --no-web-auth``).
     """
-    from novalab.diagrams import web
-
+    if _trace_page is None:
+        raise DeployError("no trace page was handed to the deployment: novalab's command "
+                          "line does it (labs/units.py)")
     state = StateDir(state_dir).make()
     unit = Unit(WEB_UNIT)
     port = int(os.environ.get(ENV_WEB_PORT, WEB_PORT)) if port is None else port
@@ -330,9 +343,9 @@ def run_web_page(state_dir: str | os.PathLike, *, port: int | None = None,
             # The page asks for a keystone token: keystone is up already (the page
             # starts last), state.json names it only once `up` is done.
             keystone = running_urls(state).get("keystone")
-            server = web.start(state.root, host, port,
-                               require_auth=os.environ.get(ENV_WEB_NO_AUTH) != "1",
-                               auth_url=f"{keystone}/v3" if keystone else None)
+            server = _trace_page(state.root, host, port,
+                                 require_auth=os.environ.get(ENV_WEB_NO_AUTH) != "1",
+                                 auth_url=f"{keystone}/v3" if keystone else None)
         except OSError as exc:
             raise DeployError(f"{exc} (`novalab up --web-port PORT` picks another port; 0: "
                               "no trace page)") from exc

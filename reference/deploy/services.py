@@ -76,18 +76,6 @@ def compute_host(w: Wiring, host: str, guests: GuestBoots | None = None) -> Comp
     return nova_compute(w, host, on_guest_running=guests)
 
 
-def novalab_labs(w: Wiring) -> str:
-    """novalab's own lab service (labs/service/): the course graded inside the cloud.
-
-    Not an OpenStack service, so it lives with the course and is imported only when
-    a deployment starts it; `up` runs it as a unit like the others, `serve` beside
-    its embedded cloud. The deployment puts it in the catalog (register_endpoints).
-    """
-    from novalab.labs.service.build import lab_service
-
-    return lab_service(w)
-
-
 # Every service ``novalab service NAME`` can start, in the order a whole cloud starts
 # them (each may need the URLs of those before it). Compute hosts take a host name
 # (and carry their L2 agent, see compute_host).
@@ -107,8 +95,13 @@ BUILDERS = {
     "nova-api": _seeded(nova_api, lambda w, compute_api: seed.seed_flavors(compute_api.db)),
     "nova-api-metadata": nova_api_metadata,
     "neutron-metadata-proxy": neutron_metadata_proxy,
-    "novalab-labs": novalab_labs,
 }
+
+
+def register_builder(name: str, builder: Callable) -> None:
+    """Add a unit that is novalab's own, not OpenStack's (the lab service): the layers
+    above deploy hand it in (``labs/units.py``), and it starts after every service."""
+    BUILDERS[name] = builder
 
 
 def register_endpoints(core: Keystone, urls: dict[str, str]) -> None:

@@ -34,13 +34,13 @@ def test_no_project_imports_the_deployment():
 def test_every_builder_is_its_projects():
     """An OpenStack service's builder lives in its project's ``service`` module. Two are
     the deployment's own: a compute host (``compute_host``: nova-compute with neutron's
-    L2 agent and the guests' stand-ins, DevStack's layout) and novalab's lab service
-    (a thin wrapper that imports it from the course when a deployment starts it)."""
-    composed = {"nova-compute", "novalab-labs"}
+    L2 agent and the guests' stand-ins, DevStack's layout) and novalab's lab service,
+    which the command line hands in (``labs/units.py``)."""
+    own = {"nova-compute": "novalab.reference.deploy.services",
+           "novalab-labs": "novalab.labs.units"}  # handed in from above (labs/units.py)
     for name, builder in services.BUILDERS.items():
         module = getattr(builder, "__wrapped__", builder).__module__
-        expected = "novalab.reference.deploy.services" if name in composed \
-            else f"novalab.reference.{name.split('-')[0]}.service"
+        expected = own.get(name, f"novalab.reference.{name.split('-')[0]}.service")
         assert module == expected, (name, module)
     compute_host = services.BUILDERS["nova-compute"].__wrapped__
     assert compute_host is services.compute_host

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from novalab.reference.deploy import commands
+from novalab.labs.cli import main
 from novalab.reference.deploy.statedir import StateDir, Unit
 
 
@@ -17,12 +17,12 @@ def test_status_prints_host_names_as_written(tmp_path):
     state.save({"db_url": f"sqlite:///{tmp_path / 'novalab.db'}", "topology": "classic",
                 "state_dir": str(state.root),
                 "units": [Unit("nova-compute", host).to_dict()]})
-    result = CliRunner().invoke(commands.cli, ["status", "--state-dir", str(state.root)],
+    result = CliRunner().invoke(main, ["status", "--state-dir", str(state.root)],
                                 env={"COLUMNS": "250"})
     assert result.exit_code == 1, result.output      # the unit is not running
     assert host in result.output
     missing = tmp_path / "[/]"
-    refused = CliRunner().invoke(commands.cli, ["status", "--state-dir", str(missing)],
+    refused = CliRunner().invoke(main, ["status", "--state-dir", str(missing)],
                                  env={"COLUMNS": "250"})
     assert refused.exit_code == 1, refused.output
     # the console folds a long line where it likes: compare the words

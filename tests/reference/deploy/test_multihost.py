@@ -50,7 +50,7 @@ from novalab.tracing.propagation import context_key
 # e2e: hosts in network namespaces, private services
 pytestmark = [pytest.mark.amqp, pytest.mark.postgresql, pytest.mark.e2e]
 
-NOVALAB = [sys.executable, "-m", "novalab.reference.deploy.commands"]
+NOVALAB = [sys.executable, "-m", "novalab.labs.cli"]
 TRACE = [sys.executable, "-c", "from novalab.labs.cli import main; main()", "trace"]
 HOSTS = {"controller": "198.18.0.1", "compute-1": "198.18.0.2", "compute-2": "198.18.0.3"}
 PREFIX = 15

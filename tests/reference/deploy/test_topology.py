@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from novalab.labs.cli import main
 from novalab.reference.common.credentials import PERSONA_PASSWORD
 from novalab.reference.deploy import boot as boot_module
-from novalab.reference.deploy import commands, migrations, processes
+from novalab.reference.deploy import migrations, processes
 from novalab.reference.deploy.client import CloudClient
 from novalab.reference.deploy.embedded import create_schema
 from novalab.reference.deploy.statedir import ENV_TOPOLOGY, StateDir, Unit
@@ -177,11 +177,11 @@ def test_service_reads_the_topology_up_gives_it(monkeypatch, tmp_path):
     monkeypatch.setattr(processes, "run_service",
                         lambda name, host, **kwargs: given.update(kwargs, name=name))
     runner = CliRunner()
-    result = runner.invoke(commands.cli, ["service", "placement-api", "--state-dir",
+    result = runner.invoke(main, ["service", "placement-api", "--state-dir",
                                           str(tmp_path)], env={ENV_TOPOLOGY: "modern"})
     assert result.exit_code == 0, result.output
     assert given["topology"] == "modern" and given["name"] == "placement-api"
-    result = runner.invoke(commands.cli, ["service", "keystone", "--state-dir", str(tmp_path)],
+    result = runner.invoke(main, ["service", "keystone", "--state-dir", str(tmp_path)],
                            env={ENV_TOPOLOGY: None})
     assert result.exit_code == 0 and given["topology"] == "classic"
 
@@ -220,7 +220,7 @@ def test_status_shows_the_topology_and_each_units_topics(tmp_path):
             time.sleep(0.05)
         rows = {row.unit: row for row in processes.status(state.root)}
         assert {unit: rows[unit].topics for unit in units} == units
-        result = CliRunner().invoke(commands.cli, ["status", "--state-dir", str(state.root)],
+        result = CliRunner().invoke(main, ["status", "--state-dir", str(state.root)],
                                     env={"COLUMNS": "250"})  # rich wraps no cell
         assert "novalab services (topology modern)" in result.output
         for topics in units.values():

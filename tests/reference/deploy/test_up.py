@@ -35,7 +35,7 @@ from novalab.tracing.otlp_json import spans_from_otlp
 
 pytestmark = pytest.mark.e2e  # `novalab up` on RabbitMQ and PostgreSQL/MariaDB
 
-NOVALAB = [sys.executable, "-m", "novalab.reference.deploy.commands"]
+NOVALAB = [sys.executable, "-m", "novalab.labs.cli"]
 NOVALAB_CLI = [sys.executable, "-m", "novalab.labs.cli"]  # the whole `novalab` command
 ROOT = Path(__file__).resolve().parents[3]
 

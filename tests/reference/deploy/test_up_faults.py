@@ -43,7 +43,7 @@ from novalab.reference.deploy.statedir import StateDir
 # e2e: `novalab up` on private RabbitMQ and PostgreSQL
 pytestmark = [pytest.mark.amqp, pytest.mark.postgresql, pytest.mark.e2e]
 
-NOVALAB = [sys.executable, "-m", "novalab.reference.deploy.commands"]
+NOVALAB = [sys.executable, "-m", "novalab.labs.cli"]
 # Twice rpc_response_timeout (60 s): a call lost with a killed service times out,
 # then the build fails and says so.
 SETTLE_BOUND = 120.0

@@ -34,7 +34,7 @@ from novalab.tracing.otlp_json import spans_from_otlp
 # e2e: `novalab up` on private RabbitMQ and PostgreSQL
 pytestmark = [pytest.mark.amqp, pytest.mark.postgresql, pytest.mark.e2e]
 
-NOVALAB = [sys.executable, "-m", "novalab.reference.deploy.commands"]
+NOVALAB = [sys.executable, "-m", "novalab.labs.cli"]
 
 
 def novalab(*args, check=True) -> subprocess.CompletedProcess:

@@ -4,17 +4,22 @@
 ``BUILDERS``) and two units that are novalab's: the lab service (``labs/service``)
 and the trace page (``diagrams/web.py``). Both live above ``reference/deploy`` in
 the layers (docs/architecture.md), so deploy cannot import them; :func:`install`
-hands them in. The command line calls it as it starts, and so does the test suite
-(``tests/conftest.py``), so a process that starts a cloud always knows every unit.
+hands them in (``reference/deploy/own_units.py``). The command line calls it as it
+starts, and so does the test suite (``tests/conftest.py``), so a process that
+starts a cloud always knows every unit.
 
-The builders import their modules only when a deployment starts them: a `novalab`
-command that starts nothing does not pay for Flask.
+Nothing heavy is imported here or by :func:`install`: every `novalab` command runs
+it, and the builders import their modules only when a deployment starts them.
 """
 
 from __future__ import annotations
 
-from novalab.reference.common.wiring import Wiring
-from novalab.reference.deploy import processes, services
+from typing import TYPE_CHECKING
+
+from novalab.reference.deploy import own_units
+
+if TYPE_CHECKING:
+    from novalab.reference.common.wiring import Wiring
 
 LAB_SERVICE = "novalab-labs"
 
@@ -36,5 +41,5 @@ def trace_page(state_dir, host: str, port: int, **options):
 
 def install() -> None:
     """Register novalab's units with the deployment (idempotent)."""
-    services.register_builder(LAB_SERVICE, novalab_labs)
-    processes.use_trace_page(trace_page)
+    own_units.add_builder(LAB_SERVICE, novalab_labs)
+    own_units.use_trace_page(trace_page)

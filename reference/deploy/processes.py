@@ -1,8 +1,8 @@
 """One OS process per service: ``novalab service`` runs one, ``novalab up`` runs them all.
 
 This is the deployment DevStack makes, in small: every service of
-``services.BUILDERS`` is its own process (``python -m
-novalab.labs.cli service NAME``), with its own tracer
+``services.all_builders()`` (OpenStack's, then novalab's own lab service) is its
+own process (``python -m novalab.labs.cli service NAME``), with its own tracer
 provider and trace file, and the processes meet only where OpenStack services
 meet: HTTP on the standard loopback ports, RabbitMQ and one SQL server. A
 service is built by the very builder the embedded cloud calls, so both
@@ -55,7 +55,7 @@ from pathlib import Path
 
 from novalab.reference.common.credentials import PERSONA_PASSWORD, Credentials
 from novalab.reference.common.wiring import STANDARD_PORTS, CloudConfig, Wiring
-from novalab.reference.deploy import health, migrations, preflight, seed, services
+from novalab.reference.deploy import health, migrations, own_units, preflight, seed, services
 from novalab.reference.deploy.statedir import (  # noqa: F401 (re-exported)
     DEFAULT_BIND,
     DEFAULT_DB,
@@ -99,7 +99,7 @@ class DeployError(Exception):
 
 def per_host(name: str) -> bool:
     """A service that runs once per compute host: its builder *requires* a host."""
-    parameter = inspect.signature(services.BUILDERS[name]).parameters.get("host")
+    parameter = inspect.signature(services.all_builders()[name]).parameters.get("host")
     return parameter is not None and parameter.default is inspect.Parameter.empty
 
 
@@ -110,7 +110,7 @@ def compute_hosts(computes: int) -> list[str]:
 def plan(computes: int, web: bool = True, topology: str = "classic") -> list[Unit]:
     """Every process of a whole cloud of ``topology``, in start order; the trace page last."""
     units = []
-    for name in services.BUILDERS:
+    for name in services.all_builders():
         if not services.runs_in(name, topology):
             continue
         if per_host(name):
@@ -231,15 +231,16 @@ def run_service(name: str, host: str | None, *, transport_url: str, db_url: str,
 
 def _builder(name: str, host: str | None, topology: str):
     """The registry's builder of ``name``, or DeployError saying what is wrong."""
-    if name not in services.BUILDERS:
-        raise DeployError(f"no service {name!r}; known: {', '.join(services.BUILDERS)}")
+    builders = services.all_builders()
+    if name not in builders:
+        raise DeployError(f"no service {name!r}; known: {', '.join(builders)}")
     if topology not in TOPOLOGIES:
         raise DeployError(f"no topology {topology!r}; known: {', '.join(TOPOLOGIES)}")
     if not services.runs_in(name, topology):
         where = next(t for t in TOPOLOGIES if services.runs_in(name, t))
         raise DeployError(f"{name} is no part of a {topology} cloud (--topology {where}, "
                           f"or ${ENV_TOPOLOGY}={where})")
-    builder = services.BUILDERS[name]
+    builder = builders[name]
     if per_host(name) and not host:
         raise DeployError(f"{name} runs once per compute host: give --host (e.g. compute-1)")
     if host and "host" not in inspect.signature(builder).parameters:
@@ -308,17 +309,6 @@ def _serve(name, host, builder, state: StateDir, unit: Unit, stop: threading.Eve
         lock.release()
 
 
-# The trace page is diagrams' (above deploy in the layers): the command line hands it
-# in (labs/units.py) and `up` runs it as a unit like the others.
-_trace_page: Callable | None = None
-
-
-def use_trace_page(start: Callable) -> None:
-    """``start(state_dir, host, port, require_auth=, auth_url=)`` -> a running page."""
-    global _trace_page
-    _trace_page = start
-
-
 def run_web_page(state_dir: str | os.PathLike, *, port: int | None = None,
                  stop: threading.Event | None = None,
                  on_ready: Callable[[dict], None] | None = None,
@@ -331,7 +321,7 @@ def run_web_page(state_dir: str | os.PathLike, *, port: int | None = None,
     for a login to the deployment's keystone, even on loopback (every local user
     reaches it), unless ``$NOVALAB_WEB_NO_AUTH`` is 1 (``up --no-web-auth``).
     """
-    if _trace_page is None:
+    if own_units.trace_page is None:
         raise DeployError("no trace page was handed to the deployment: novalab's command "
                           "line does it (labs/units.py)")
     state = StateDir(state_dir).make()
@@ -343,9 +333,9 @@ def run_web_page(state_dir: str | os.PathLike, *, port: int | None = None,
             # The page asks for a keystone token: keystone is up already (the page
             # starts last), state.json names it only once `up` is done.
             keystone = running_urls(state).get("keystone")
-            server = _trace_page(state.root, host, port,
-                                 require_auth=os.environ.get(ENV_WEB_NO_AUTH) != "1",
-                                 auth_url=f"{keystone}/v3" if keystone else None)
+            server = own_units.trace_page(
+                state.root, host, port, require_auth=os.environ.get(ENV_WEB_NO_AUTH) != "1",
+                auth_url=f"{keystone}/v3" if keystone else None)
         except OSError as exc:
             raise DeployError(f"{exc} (`novalab up --web-port PORT` picks another port; 0: "
                               "no trace page)") from exc

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from novalab.reference.ceph.service import ceph
 from novalab.reference.cinder.service import cinder_api, cinder_volume
 from novalab.reference.common.wiring import CONTROLLER, Wiring
-from novalab.reference.deploy import seed
+from novalab.reference.deploy import own_units, seed
 from novalab.reference.glance.service import glance_api_service
 from novalab.reference.guest.cloud_init import GuestBoots
 from novalab.reference.keystone.core import Keystone
@@ -98,10 +98,10 @@ BUILDERS = {
 }
 
 
-def register_builder(name: str, builder: Callable) -> None:
-    """Add a unit that is novalab's own, not OpenStack's (the lab service): the layers
-    above deploy hand it in (``labs/units.py``), and it starts after every service."""
-    BUILDERS[name] = builder
+def all_builders() -> dict[str, Callable]:
+    """Every unit's builder in start order: OpenStack's services, then novalab's own
+    (the lab service), which the command line hands in (``own_units.py``)."""
+    return {**BUILDERS, **own_units.BUILDERS}
 
 
 def register_endpoints(core: Keystone, urls: dict[str, str]) -> None:

@@ -92,12 +92,15 @@ class LabService:
         return client.token
 
     def _call(self, method: str, path: str, body: dict | None = None, ok=(200,),
-              headers: dict | None = None, **params) -> dict:
+              operator_token: str | None = None, **params) -> dict:
+        """``operator_token``: an admin's, beside the learner's, for a lab that operates
+        the cloud (sent as :data:`OPERATOR_HEADER`)."""
+        headers = {"X-Auth-Token": self.token}
+        if operator_token:
+            headers[OPERATOR_HEADER] = operator_token
         try:
             response = self.http.request(method, f"{self.url}{path}", json=body,
-                                         params=params or None,
-                                         headers={"X-Auth-Token": self.token,
-                                                  **(headers or {})})
+                                         params=params or None, headers=headers)
         except httpx.HTTPError as exc:
             raise ServiceError(503, f"the lab service does not answer at {self.url}: "
                                     f"{exc}") from exc
@@ -117,10 +120,9 @@ class LabService:
     def start(self, lab: str, workdir: Path, operator_token: str | None = None) -> dict:
         """Start (or go on with) an attempt; a lab that operates the cloud needs
         ``operator_token``, an admin's (:meth:`operator_token`)."""
-        headers = {OPERATOR_HEADER: operator_token} if operator_token else {}
         return self._call("POST", f"/labs/{lab}/attempts",
                           {"attempt": {"workdir": str(workdir.absolute())}},
-                          ok=(200, 201), headers=headers)["attempt"]
+                          ok=(200, 201), operator_token=operator_token)["attempt"]
 
     def current(self, lab: str) -> dict | None:
         try:
@@ -135,9 +137,8 @@ class LabService:
                           {"answer": value})["attempt"]
 
     def grade(self, lab: str, files: dict[str, str], operator_token: str | None = None) -> dict:
-        headers = {OPERATOR_HEADER: operator_token} if operator_token else {}
         return self._call("POST", f"/labs/{lab}/attempts/current/grade",
-                          {"files": files}, headers=headers)["grade"]
+                          {"files": files}, operator_token=operator_token)["grade"]
 
     def finish(self, lab: str) -> dict:
         return self._call("POST", f"/labs/{lab}/attempts/current/finish", {})

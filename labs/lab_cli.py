@@ -273,8 +273,9 @@ def _reshape(lab, clouds: LabClouds) -> None:
 
 def _operator_token(lab, cloud, service: LabService) -> str | None:
     """For a lab that operates the cloud, an admin token of it: the cloud's owner reads
-    the admin's password in its state dir; a learner of a shared cloud has none."""
-    if not lab.operates:
+    the admin's password in its state dir; a learner of a shared cloud has none (the
+    lab service then says so)."""
+    if not lab.operates or cloud.state_dir is None:
         return None
     try:
         password = cloud.credentials.admin
@@ -385,7 +386,7 @@ def lab_grade(name, watch, interval):
     user = _learner(cloud)[0]
     service = _service(cloud)
     try:
-        operator = _operator_token(lab, cloud, service) if cloud.state_dir else None
+        operator = _operator_token(lab, cloud, service)
     except ServiceError as exc:
         _fail(str(exc))
     while True:
